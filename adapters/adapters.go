@@ -1,0 +1,161 @@
+// Package adapters holds the contracts between Courier's core and its
+// provider adapters, and nothing else: the interfaces are here so that the
+// core (ingest, outbound) and the adapters (adapters/email, adapters/lark,
+// adapters/slack) depend on this leaf package and never on each other.
+//
+// Inbound, a Source normalises what its provider delivers into Events and
+// hands them to a Sink. The Sink's contract: Deliver returns nil only once
+// every event it was given is durable (written, staged for debounce, or
+// recognised as a duplicate) and the events' checkpoints are saved, in that
+// order; a Source therefore moves its own position (IMAP UID, stream
+// offset) only through Event.Checkpoint and never ahead of the files.
+//
+// Outbound, a Sender delivers one queued Draft. Its error says whether to
+// try again: wrap it with Temporary (optionally with a Retry-After) or
+// Permanent. An error that is neither is treated as temporary, as maddy's
+// exterrors.IsTemporaryOrUnspec does, because giving up on a message for an
+// unclassified error loses it for good.
+package adapters
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/monoco/courier/schema"
+)
+
+// Event is one normalised inbound message, as a Source hands it to a Sink.
+type Event struct {
+	// Message is the normalised message. Its artifacts are already in the
+	// dropzone.
+	Message *schema.Message
+	// Keys are extra dedupe keys besides the message id, such as a Slack
+	// event_id. A message whose id or any key was seen before is dropped.
+	Keys []string
+	// Checkpoint, when set, is saved once this event and every event
+	// delivered before it are durable.
+	Checkpoint *Checkpoint
+	// Debounce lets the pipeline merge this message with others from the
+	// same sender in the same session and thread (IM only).
+	Debounce bool
+	// Self marks a message the bot itself sent; it is dropped, so that
+	// Courier never answers its own echo.
+	Self bool
+}
+
+// Checkpoint is a Source's position, stored under a key of its own (for
+// example "imap/work/INBOX").
+type Checkpoint struct {
+	Key   string
+	Value string
+}
+
+// Sink receives events from Sources.
+type Sink interface {
+	// Deliver makes events durable; see the package doc for the contract.
+	Deliver(ctx context.Context, events ...Event) error
+	// Checkpoint returns the value last saved under key.
+	Checkpoint(ctx context.Context, key string) (value string, ok bool, err error)
+	// Seen reports whether a message id or dedupe key is already in the
+	// mailbox, so that a Source can skip fetching what it would drop.
+	Seen(ctx context.Context, key string) (bool, error)
+}
+
+// Source delivers inbound messages from one provider account until ctx is
+// done. Run returns nil when ctx ends it and an error when it cannot go on.
+type Source interface {
+	Name() string
+	Run(ctx context.Context, sink Sink) error
+}
+
+// SourceFunc makes a Source of a function (for tests and small adapters).
+type SourceFunc struct {
+	SourceName string
+	Func       func(ctx context.Context, sink Sink) error
+}
+
+// Name returns the source's name.
+func (f SourceFunc) Name() string { return f.SourceName }
+
+// Run calls the function.
+func (f SourceFunc) Run(ctx context.Context, sink Sink) error { return f.Func(ctx, sink) }
+
+// Receipt is what a provider said when it accepted a message.
+type Receipt struct {
+	// ProviderMessageID is the provider's id of the sent message (email:
+	// the Message-ID; Lark: message_id; Slack: channel and ts).
+	ProviderMessageID string
+	// Recipients holds per-recipient outcomes where the provider gives
+	// them.
+	Recipients []schema.RecipientResult
+}
+
+// Sender delivers drafts to one provider. Send is called with the same
+// draft (same IdempotencyKey) again after a crash or a temporary error.
+type Sender interface {
+	Send(ctx context.Context, d *schema.Draft) (Receipt, error)
+}
+
+// SenderFunc makes a Sender of a function, as http.HandlerFunc does.
+type SenderFunc func(ctx context.Context, d *schema.Draft) (Receipt, error)
+
+// Send calls f.
+func (f SenderFunc) Send(ctx context.Context, d *schema.Draft) (Receipt, error) { return f(ctx, d) }
+
+// deliveryError classifies an error as temporary or permanent.
+type deliveryError struct {
+	err        error
+	temporary  bool
+	retryAfter time.Duration
+}
+
+func (e *deliveryError) Error() string { return e.err.Error() }
+func (e *deliveryError) Unwrap() error { return e.err }
+
+// Temporary marks err as worth retrying (SMTP 4xx, HTTP 429 and 5xx,
+// network errors).
+func Temporary(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &deliveryError{err: err, temporary: true}
+}
+
+// TemporaryAfter marks err as worth retrying no sooner than after d (a
+// Retry-After the provider gave).
+func TemporaryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &deliveryError{err: err, temporary: true, retryAfter: d}
+}
+
+// Permanent marks err as final: retrying would fail the same way (SMTP
+// 5xx, a bad recipient, an invalid token).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &deliveryError{err: err}
+}
+
+// IsPermanent reports whether err was marked Permanent. Unmarked errors are
+// not permanent.
+func IsPermanent(err error) bool {
+	var de *deliveryError
+	return errors.As(err, &de) && !de.temporary
+}
+
+// IsTemporary reports whether err is worth retrying: marked Temporary, or
+// not marked at all.
+func IsTemporary(err error) bool { return err != nil && !IsPermanent(err) }
+
+// RetryAfter returns the delay a provider asked for, if any.
+func RetryAfter(err error) (time.Duration, bool) {
+	var de *deliveryError
+	if errors.As(err, &de) && de.temporary && de.retryAfter > 0 {
+		return de.retryAfter, true
+	}
+	return 0, false
+}

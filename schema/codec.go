@@ -1,0 +1,117 @@
+package schema
+
+import (
+	_ "embed"
+	"fmt"
+)
+
+// Kind of a mailbox file.
+type Kind int
+
+// Kinds of files.
+const (
+	KindUnknown Kind = iota
+	KindMessage      // an inbound message: has direction
+	KindDraft        // an outbound draft
+)
+
+// DetectKind tells a message from a draft: messages carry "direction:
+// inbound". A file that cannot be parsed is KindUnknown.
+func DetectKind(data []byte) Kind {
+	doc, errs := parseDocument(data)
+	if errs != nil {
+		return KindUnknown
+	}
+	for i := 0; i+1 < len(doc.root.Content); i += 2 {
+		if doc.root.Content[i].Value == "direction" && doc.root.Content[i+1].Value == string(Inbound) {
+			return KindMessage
+		}
+	}
+	return KindDraft
+}
+
+// Decode parses and validates an inbound message file. The error, if any,
+// is Errors.
+func Decode(data []byte) (*Message, error) {
+	doc, errs := parseDocument(data)
+	if errs != nil {
+		return nil, errs
+	}
+	var m Message
+	errs = doc.decodeInto(&m)
+	m.Body = doc.body
+	errs = append(errs, m.validate(doc.lines)...)
+	if len(errs) > 0 {
+		return nil, dedupe(errs).sorted()
+	}
+	return &m, nil
+}
+
+// DecodeDraft parses and validates a draft file on its own terms (what the
+// file alone can tell; `courier send` checks the rest once it has resolved
+// the provider and recipients). The returned draft is non-nil whenever the
+// file parsed, so that callers can merge flags and validate again.
+func DecodeDraft(data []byte) (*Draft, *Source, error) {
+	doc, errs := parseDocument(data)
+	if errs != nil {
+		return nil, nil, errs
+	}
+	var d Draft
+	errs = doc.decodeInto(&d)
+	d.Body = doc.body
+	src := &Source{lines: doc.lines}
+	if len(errs) > 0 {
+		return &d, src, dedupe(errs).sorted()
+	}
+	if err := d.Validate(src); err != nil {
+		return &d, src, err
+	}
+	return &d, src, nil
+}
+
+// Source remembers where the fields of a decoded file were, so that errors
+// found later name the line.
+type Source struct{ lines *lineMap }
+
+// Line returns the line of the field at path, or of its nearest ancestor; 0
+// when unknown.
+func (s *Source) Line(path string) int {
+	if s == nil {
+		return 0
+	}
+	return s.lines.line(path)
+}
+
+// Errorf returns an Errors holding one FieldError at path.
+func (s *Source) Errorf(path, format string, args ...any) Errors {
+	return Errors{{Line: s.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)}}
+}
+
+// Encode writes m as a front matter file. It does not validate: call
+// Validate first when m comes from outside.
+func Encode(m *Message) ([]byte, error) { return encodeDocument(m, m.Body) }
+
+// EncodeDraft writes d as a front matter file.
+func EncodeDraft(d *Draft) ([]byte, error) { return encodeDocument(d, d.Body) }
+
+// dedupe drops errors reported twice for the same place (a type error and
+// a validation error on one value).
+func dedupe(es Errors) Errors {
+	seen := map[string]bool{}
+	out := es[:0]
+	for _, e := range es {
+		k := fmt.Sprint(e.Line, "\x00", e.Path)
+		if seen[k] && e.Path != "" {
+			continue
+		}
+		seen[k] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// InboundJSONSchema is the protocol's JSON Schema of an inbound message
+// (seed 004 §7.2), verbatim.
+//
+//go:embed inbound-v1.json
+var InboundJSONSchema []byte
