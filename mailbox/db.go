@@ -1,0 +1,173 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dbVersion is the version of the database schema below; a database of
+// another version is rebuilt from the files by Open.
+const dbVersion = 1
+
+const ddl = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- The index: one row per file in the mailbox, derived from the file.
+CREATE TABLE IF NOT EXISTS messages (
+	id             TEXT PRIMARY KEY,
+	provider       TEXT NOT NULL,
+	direction      TEXT NOT NULL,
+	box            TEXT NOT NULL,
+	path           TEXT NOT NULL,
+	ts             INTEGER NOT NULL,
+	received_at    INTEGER,
+	processed_at   INTEGER,
+	session_id     TEXT NOT NULL DEFAULT '',
+	session_type   TEXT NOT NULL DEFAULT '',
+	session_name   TEXT NOT NULL DEFAULT '',
+	thread_key     TEXT NOT NULL DEFAULT '',
+	thread_root    TEXT NOT NULL DEFAULT '',
+	reply_to       TEXT NOT NULL DEFAULT '',
+	correlation_id TEXT NOT NULL DEFAULT '',
+	from_id        TEXT NOT NULL DEFAULT '',
+	from_name      TEXT NOT NULL DEFAULT '',
+	type           TEXT NOT NULL DEFAULT '',
+	preview        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS messages_ts ON messages(ts, id);
+CREATE INDEX IF NOT EXISTS messages_thread ON messages(thread_key) WHERE thread_key != '';
+CREATE INDEX IF NOT EXISTS messages_root ON messages(thread_root) WHERE thread_root != '';
+CREATE INDEX IF NOT EXISTS messages_corr ON messages(correlation_id) WHERE correlation_id != '';
+-- Dedupe keys besides ids (Slack event ids, merged ids, Message-IDs we sent),
+-- derived from the files.
+CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, id TEXT NOT NULL);
+-- Agents' claims and failures: state no file holds.
+CREATE TABLE IF NOT EXISTS claims (
+	id         TEXT PRIMARY KEY,
+	status     TEXT NOT NULL,
+	agent      TEXT NOT NULL DEFAULT '',
+	claimed_at INTEGER,
+	expires_at INTEGER,
+	failures   INTEGER NOT NULL DEFAULT 0,
+	reason     TEXT NOT NULL DEFAULT '',
+	retry_at   INTEGER,
+	updated_at INTEGER NOT NULL
+);
+-- Adapter positions (IMAP UIDs, ...).
+CREATE TABLE IF NOT EXISTS checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
+-- Delivery state of queued drafts (attempts, next try), kept by the outbound engine.
+CREATE TABLE IF NOT EXISTS deliveries (
+	id          TEXT PRIMARY KEY,
+	state       TEXT NOT NULL,
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	next_at     INTEGER NOT NULL DEFAULT 0,
+	owner       TEXT NOT NULL DEFAULT '',
+	lease_until INTEGER NOT NULL DEFAULT 0,
+	last_error  TEXT NOT NULL DEFAULT '',
+	updated_at  INTEGER NOT NULL
+);
+`
+
+// openDB opens the state database with WAL, full durability of commits and
+// a busy timeout, so that concurrent CLI processes queue rather than fail.
+func openDB(path string, busy time.Duration) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: open state database: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxIdleTime(time.Minute)
+	if _, err := db.Exec(ddl); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mailbox: state database %s: %w", path, dbError(err))
+	}
+	return db, nil
+}
+
+// ErrBusy is returned when the state database stayed locked by other
+// processes for longer than the busy timeout.
+var ErrBusy = errors.New("mailbox: state database is busy (timed out waiting for other processes)")
+
+// dbError turns SQLite's busy and locked errors into ErrBusy.
+func dbError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %v", ErrBusy, err)
+		}
+	}
+	return err
+}
+
+// withTx runs fn in a write transaction (BEGIN IMMEDIATE: the write lock is
+// taken at the start, so decisions made inside cannot be raced).
+func withTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbError(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return dbError(err)
+	}
+	return dbError(tx.Commit())
+}
+
+func getMeta(db *sql.DB, key string) (string, error) {
+	var v string
+	err := db.QueryRow(`SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func nullNanos(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n sql.NullInt64) *time.Time {
+	if !n.Valid || n.Int64 == 0 {
+		return nil
+	}
+	t := time.Unix(0, n.Int64).UTC()
+	return &t
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+var discard = slog.New(slog.DiscardHandler)

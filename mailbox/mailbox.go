@@ -1,0 +1,187 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/monoco/courier/schema"
+)
+
+// Options of a Mailbox. The zero value means defaults.
+type Options struct {
+	Logger *slog.Logger
+	// ClaimTimeout is how long a claim holds when the caller gives none
+	// (default 300 s, as upstream).
+	ClaimTimeout time.Duration
+	// MaxFailures is how many times agents may fail a message before it is
+	// set aside in .deadletter/ (default 3, as upstream).
+	MaxFailures int
+	// RetryBackoff is the wait after the first failure before the message
+	// can be claimed again; it doubles with each failure (default 1 s).
+	RetryBackoff time.Duration
+	// BusyTimeout bounds the wait for the database lock (default 10 s).
+	BusyTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Mailbox is an open mailbox: its layout and its state database. It is safe
+// for concurrent use, and several processes may open the same mailbox.
+type Mailbox struct {
+	Layout
+	db   *sql.DB
+	opts Options
+	log  *slog.Logger
+}
+
+// Open opens the mailbox of the workspace at root. The mailbox must exist
+// (see Init). When the state database is missing or from another version it
+// is rebuilt from the files.
+func Open(root string, opts *Options) (*Mailbox, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = discard
+	}
+	if o.ClaimTimeout <= 0 {
+		o.ClaimTimeout = 300 * time.Second
+	}
+	if o.MaxFailures <= 0 {
+		o.MaxFailures = 3
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = time.Second
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if !Initialized(root) {
+		return nil, ErrNotInitialized
+	}
+	l := Layout{Root: root}
+	if err := os.MkdirAll(l.State(), 0o755); err != nil {
+		return nil, fmt.Errorf("mailbox: %w", err)
+	}
+	if err := os.MkdirAll(l.Tmp(), 0o755); err != nil {
+		return nil, fmt.Errorf("mailbox: %w", err)
+	}
+	fresh := !fileExists(l.DB())
+	db, err := openDB(l.DB(), o.BusyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	mb := &Mailbox{Layout: l, db: db, opts: o, log: o.Logger}
+	v, err := getMeta(db, "version")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mailbox: state database: %w", dbError(err))
+	}
+	if fresh || v != strconv.Itoa(dbVersion) {
+		if !fresh {
+			mb.log.Warn("state database is from another version; rebuilding the index from the files", "version", v)
+		}
+		if _, err := mb.Reindex(context.Background()); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return mb, nil
+}
+
+// Close closes the state database.
+func (mb *Mailbox) Close() error { return mb.db.Close() }
+
+// DB returns the state database, for packages that keep state beside the
+// mailbox's own (the outbound engine's delivery table).
+func (mb *Mailbox) DB() *sql.DB { return mb.db }
+
+func (mb *Mailbox) now() time.Time { return mb.opts.Now().UTC() }
+
+// ReadFile returns the bytes of the file of an id, wherever it is.
+func (mb *Mailbox) ReadFile(ctx context.Context, id string) ([]byte, *Entry, error) {
+	e, err := mb.Get(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := os.ReadFile(mb.Abs(e.Path))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, e, fmt.Errorf("mailbox: the index names %s but the file is gone (run `courier reindex`): %w", e.Path, &NotFoundError{ID: id})
+	}
+	return b, e, err
+}
+
+// Message reads and decodes the inbound message of an id.
+func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *Entry, error) {
+	b, e, err := mb.ReadFile(ctx, id)
+	if err != nil {
+		return nil, e, err
+	}
+	if e.Direction != schema.Inbound {
+		return nil, e, fmt.Errorf("mailbox: %s is an outbound draft, not a message", id)
+	}
+	m, err := schema.Decode(b)
+	if err != nil {
+		return nil, e, fmt.Errorf("mailbox: %s: %w", e.Path, err)
+	}
+	return m, e, nil
+}
+
+// Draft reads and decodes the outbound draft of an id.
+func (mb *Mailbox) Draft(ctx context.Context, id string) (*schema.Draft, *Entry, error) {
+	b, e, err := mb.ReadFile(ctx, id)
+	if err != nil {
+		return nil, e, err
+	}
+	if e.Direction != schema.Outbound {
+		return nil, e, fmt.Errorf("mailbox: %s is an inbound message, not a draft", id)
+	}
+	d, _, err := schema.DecodeDraft(b)
+	if err != nil {
+		return nil, e, fmt.Errorf("mailbox: %s: %w", e.Path, err)
+	}
+	return d, e, nil
+}
+
+// Checkpoint returns the value saved under key.
+func (mb *Mailbox) Checkpoint(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := mb.db.QueryRowContext(ctx, `SELECT value FROM checkpoints WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, dbError(err)
+	}
+	return v, true, nil
+}
+
+// Checkpoint is a position to save under a key.
+type Checkpoint struct{ Key, Value string }
+
+// SetCheckpoints saves checkpoints on their own (for a source whose position
+// moved without new messages).
+func (mb *Mailbox) SetCheckpoints(ctx context.Context, cps ...Checkpoint) error {
+	return withTx(ctx, mb.db, func(tx *sql.Tx) error { return mb.saveCheckpoints(ctx, tx, cps) })
+}
+
+func (mb *Mailbox) saveCheckpoints(ctx context.Context, tx *sql.Tx, cps []Checkpoint) error {
+	now := mb.now().UnixNano()
+	for _, c := range cps {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (key, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, c.Key, c.Value, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/monoco/courier/schema"
+)
+
+// ScanStats reports what Reindex or Reconcile found.
+type ScanStats struct {
+	Files    int           `json:"files"`    // mailbox files seen
+	Indexed  int           `json:"indexed"`  // rows written
+	Removed  int           `json:"removed"`  // stale rows dropped, stale copies deleted
+	Invalid  []string      `json:"invalid"`  // files that do not parse, left in place
+	Duration time.Duration `json:"duration"` // wall time
+}
+
+// found is a file seen on disk.
+type found struct {
+	box  Box
+	path string // absolute
+	rel  string
+	id   string
+}
+
+// listFiles lists the mailbox files of every box and provider folder.
+func (mb *Mailbox) listFiles() ([]found, []string, error) {
+	var out []found
+	var skipped []string
+	for _, b := range Boxes {
+		base := filepath.Join(mb.Mailbox(), string(b))
+		provs, err := os.ReadDir(base)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("mailbox: %w", err)
+		}
+		for _, pd := range provs {
+			if !pd.IsDir() {
+				continue
+			}
+			dir := filepath.Join(base, pd.Name())
+			if !schema.Provider(pd.Name()).Valid() {
+				skipped = append(skipped, mb.Rel(dir)+": not a provider folder")
+				continue
+			}
+			names, err := readNames(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, n := range names {
+				_, id, ok := ParseFileName(n)
+				if !ok {
+					continue
+				}
+				p := filepath.Join(dir, n)
+				out = append(out, found{box: b, path: p, rel: mb.Rel(p), id: id})
+			}
+		}
+	}
+	return out, skipped, nil
+}
+
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: %w", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: %w", err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// boxRank orders copies of one id: a crash during done or delivery can
+// leave the old copy beside the new, and the later stage wins.
+func boxRank(b Box) int {
+	switch b {
+	case BoxArchive:
+		return 3
+	case BoxDeadletter:
+		return 2
+	}
+	return 1
+}
+
+// parsed is a decoded file's index row.
+type parsed struct {
+	f   found
+	row row
+	err error
+}
+
+// parseFiles decodes files in parallel, in their order.
+func (mb *Mailbox) parseFiles(files []found) []parsed {
+	out := make([]parsed, len(files))
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	next := make(chan int, 256)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = mb.parseFile(files[i])
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func (mb *Mailbox) parseFile(f found) parsed {
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		return parsed{f: f, err: err}
+	}
+	if schema.DetectKind(b) == schema.KindMessage {
+		m, err := schema.Decode(b)
+		if err != nil {
+			return parsed{f: f, err: err}
+		}
+		if m.ID != f.id {
+			return parsed{f: f, err: fmt.Errorf("id %s does not match the file name", m.ID)}
+		}
+		return parsed{f: f, row: messageRow(m, f.box, f.rel)}
+	}
+	d, _, err := schema.DecodeDraft(b)
+	if err != nil {
+		return parsed{f: f, err: err}
+	}
+	if d.ID != f.id {
+		return parsed{f: f, err: fmt.Errorf("draft id %q does not match the file name", d.ID)}
+	}
+	return parsed{f: f, row: draftRow(d, f.box, f.rel)}
+}
+
+// Reindex rebuilds the index and dedupe keys from the files. Claims and
+// failure counts of messages still in the inbox are kept (no file holds
+// them); claims of messages that are gone are dropped. A stale inbox copy of
+// a message that is also archived is deleted. Files that do not parse are
+// reported and left alone.
+func (mb *Mailbox) Reindex(ctx context.Context) (*ScanStats, error) {
+	return mb.scan(ctx, true)
+}
+
+// Reconcile brings the index up to date with the files cheaply: it indexes
+// files the index lacks, drops rows whose file is gone, deletes stale
+// copies left by a crash, and removes abandoned temporary files. The
+// service runs it at start, before any source delivers.
+func (mb *Mailbox) Reconcile(ctx context.Context) (*ScanStats, error) {
+	return mb.scan(ctx, false)
+}
+
+func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
+	start := time.Now()
+	st := &ScanStats{}
+	files, skipped, err := mb.listFiles()
+	if err != nil {
+		return nil, err
+	}
+	st.Invalid = append(st.Invalid, skipped...)
+	st.Files = len(files)
+
+	// Pick one copy per id.
+	best := map[string]found{}
+	var stale []found
+	for _, f := range files {
+		cur, ok := best[f.id]
+		switch {
+		case !ok:
+			best[f.id] = f
+		case boxRank(f.box) > boxRank(cur.box):
+			stale = append(stale, cur)
+			best[f.id] = f
+		default:
+			stale = append(stale, f)
+		}
+	}
+
+	indexed := map[string]string{} // id -> rel path in the index now
+	if !full {
+		rows, err := mb.db.QueryContext(ctx, `SELECT id, path FROM messages`)
+		if err != nil {
+			return nil, dbError(err)
+		}
+		for rows.Next() {
+			var id, p string
+			if err := rows.Scan(&id, &p); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			indexed[id] = p
+		}
+		rows.Close()
+	}
+	var todo []found
+	for _, f := range best {
+		if full || indexed[f.id] != f.rel {
+			todo = append(todo, f)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].rel < todo[j].rel })
+	results := mb.parseFiles(todo)
+
+	var gone []string
+	if !full {
+		for id := range indexed {
+			if _, ok := best[id]; !ok {
+				gone = append(gone, id)
+			}
+		}
+	}
+	now := mb.now().UnixNano()
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if full {
+			for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`} {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		in, err := newInserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer in.close()
+		for _, p := range results {
+			if p.err != nil {
+				st.Invalid = append(st.Invalid, p.f.rel+": "+strings.ReplaceAll(p.err.Error(), "\n", "; "))
+				continue
+			}
+			if err := in.insert(ctx, p.row); err != nil {
+				return err
+			}
+			if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
+				// The file records why it was set aside.
+				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
+					VALUES (?, 'dead', '', ?, ?, ?)`, p.row.id, f.Attempts, f.Reason, nanos(f.FailedAt.Time)); err != nil {
+					return err
+				}
+			}
+			st.Indexed++
+		}
+		// Claims follow the files: done and dead come from where the file
+		// is; claims of messages no longer in the mailbox go.
+		stmts := []string{
+			`DELETE FROM claims WHERE id NOT IN (SELECT id FROM messages)`,
+			`UPDATE claims SET status = 'done', updated_at = ?1 WHERE status != 'done' AND id IN (SELECT id FROM messages WHERE box = 'archive' AND direction = 'inbound')`,
+			`UPDATE claims SET status = 'dead', updated_at = ?1 WHERE status != 'dead' AND id IN (SELECT id FROM messages WHERE box = '.deadletter' AND direction = 'inbound')`,
+			`DELETE FROM deliveries WHERE id NOT IN (SELECT id FROM messages WHERE box = 'outbound')`,
+		}
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q, now); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)`, fmt.Sprint(dbVersion))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: reindex: %w", err)
+	}
+	st.Removed = len(gone)
+	// The winning copies are durable and indexed: the stale ones can go.
+	for _, f := range stale {
+		if err := removeDurably(f.path); err != nil {
+			mb.log.Warn("could not remove a stale copy", "path", f.rel, "err", err)
+			continue
+		}
+		mb.log.Info("removed a stale copy left by an interrupted move", "path", f.rel, "kept", best[f.id].rel)
+		st.Removed++
+	}
+	if !full {
+		mb.cleanTmp(time.Hour)
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// cleanTmp removes temporary files of interrupted writes older than age.
+// Younger ones may belong to a write in progress in another process.
+func (mb *Mailbox) cleanTmp(age time.Duration) {
+	entries, err := os.ReadDir(mb.Tmp())
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-age)
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), "w-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(mb.Tmp(), e.Name()))
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+
+	"github.com/monoco/courier/schema"
+)
+
+// Inbound is a message to write, with the dedupe keys it stands for besides
+// its id.
+type Inbound struct {
+	Message *schema.Message
+	Keys    []string
+}
+
+// WriteInbound writes a batch of inbound messages and saves checkpoints:
+//
+//  1. messages whose id or keys the mailbox already holds are skipped;
+//  2. the others are written to .tmp/, fsynced together, renamed into
+//     inbound/<provider>/ and the directories fsynced;
+//  3. one transaction then records their index rows, their keys and the
+//     checkpoints.
+//
+// So a checkpoint is never saved before the files it covers are durable, and
+// a crash between 2 and 3 leaves complete files that Reconcile indexes (and
+// that a redelivery finds by name). written[i] reports whether msgs[i] was
+// written (false: a duplicate).
+func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Checkpoint) (written []bool, err error) {
+	written = make([]bool, len(msgs))
+	var files []*fileWrite
+	var rows []row
+	idx := make([]int, 0, len(msgs))
+	inBatch := map[string]bool{}
+	for i, in := range msgs {
+		m := in.Message
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
+		}
+		dup := inBatch[m.ID]
+		for _, k := range append([]string{m.ID}, in.Keys...) {
+			if dup {
+				break
+			}
+			if inBatch[k] {
+				dup = true
+				break
+			}
+			seen, err := mb.Seen(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			dup = seen
+		}
+		if dup {
+			continue
+		}
+		inBatch[m.ID] = true
+		for _, k := range in.Keys {
+			inBatch[k] = true
+		}
+		data, err := schema.Encode(m)
+		if err != nil {
+			return nil, err
+		}
+		dir := mb.Dir(BoxInbound, m.Provider)
+		name := FileName(m.Timestamp.Time, m.ID)
+		files = append(files, &fileWrite{dir: dir, name: name, data: data})
+		r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
+		r.keys = append(r.keys, in.Keys...)
+		rows = append(rows, r)
+		idx = append(idx, i)
+	}
+	if len(files) > 0 {
+		if err := writeFiles(mb.Tmp(), files); err != nil {
+			return nil, err
+		}
+	}
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if len(rows) > 0 {
+			in, err := newInserter(ctx, tx)
+			if err != nil {
+				return err
+			}
+			defer in.close()
+			for _, r := range rows {
+				if err := in.insert(ctx, r); err != nil {
+					return err
+				}
+			}
+		}
+		return mb.saveCheckpoints(ctx, tx, cps)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: record batch: %w", err)
+	}
+	for _, i := range idx {
+		written[i] = true // new, or found whole at its name after a crash
+	}
+	return written, nil
+}
+
+// Queue writes a draft into outbound/<provider>/ and indexes it. The draft
+// must have its id, provider and created_at set.
+func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
+	if d.ID == "" || d.Provider == "" || d.CreatedAt == nil {
+		return "", fmt.Errorf("mailbox: queue: draft needs id, provider and created_at")
+	}
+	data, err := schema.EncodeDraft(d)
+	if err != nil {
+		return "", err
+	}
+	dir := mb.Dir(BoxOutbound, d.Provider)
+	name := FileName(d.CreatedAt.Time, d.ID)
+	existed, err := writeFile(mb.Tmp(), dir, name, data, false)
+	if err != nil {
+		return "", err
+	}
+	if existed {
+		return "", fmt.Errorf("mailbox: queue: %s already exists", name)
+	}
+	rel := mb.Rel(filepath.Join(dir, name))
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		in, err := newInserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer in.close()
+		return in.insert(ctx, draftRow(d, BoxOutbound, rel))
+	})
+	if err != nil {
+		return "", fmt.Errorf("mailbox: queue %s: %w", d.ID, err)
+	}
+	return rel, nil
+}
