@@ -223,9 +223,11 @@ func TestJSONSchemaCatchesBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(string) string{
-		"bad id":        func(s string) string { return strings.Replace(s, "id: lark_om_abc123", "id: Lark om", 1) },
-		"bad timestamp": func(s string) string { return strings.Replace(s, "timestamp: \"2026-02-06T20:45:00Z\"", "timestamp: yesterday", 1) },
-		"bad type":      func(s string) string { return strings.Replace(s, "type: text", "type: sticker", 1) },
+		"bad id": func(s string) string { return strings.Replace(s, "id: lark_om_abc123", "id: Lark om", 1) },
+		"bad timestamp": func(s string) string {
+			return strings.Replace(s, "timestamp: \"2026-02-06T20:45:00Z\"", "timestamp: yesterday", 1)
+		},
+		"bad type": func(s string) string { return strings.Replace(s, "type: text", "type: sticker", 1) },
 	} {
 		bad := mutate(string(good))
 		if bad == string(good) {
