@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/monoco/courier/schema"
@@ -42,11 +43,23 @@ func Time(s string) time.Time {
 	return t
 }
 
-// Clock is a settable clock for tests.
-type Clock struct{ T time.Time }
+// Clock is a settable clock for tests, safe for concurrent use. Set T
+// before sharing it.
+type Clock struct {
+	mu sync.Mutex
+	T  time.Time
+}
 
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time { return c.T }
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.T
+}
 
 // Advance moves the clock on.
-func (c *Clock) Advance(d time.Duration) { c.T = c.T.Add(d) }
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.T = c.T.Add(d)
+}

@@ -1,0 +1,718 @@
+// Package ingest is the inbound pipeline of DESIGN §5: normalised events
+// from adapters are deduplicated, enriched (thread and correlation
+// inheritance), debounced (IM) and written to the mailbox.
+//
+// The Pipeline is the adapters.Sink every Source delivers to. Its contract:
+//
+//   - Exactly once. A message whose id or dedupe key the mailbox (or the
+//     debounce staging) already holds is dropped, so redeliveries after a
+//     restart, a network retry or a provider's at-least-once push write
+//     nothing. Deliver returns only when every event is durable, written or
+//     staged, and the checkpoints that came with the events are saved after
+//     that, in the same database transaction as the index rows.
+//   - Group commit. Concurrent Deliver calls are written together, so many
+//     small deliveries (webhooks) share one round of fsyncs.
+//   - Enrichment. An email whose parent or root is already in the mailbox
+//     joins the parent's thread (seed 003 keys a reply whose References
+//     start mid-thread, or that has only In-Reply-To, by its parent); a
+//     message that answers, edits or recalls a message carrying a
+//     correlation id, or one Courier sent, inherits that correlation id.
+//   - Debounce. Events marked Debounce with the same provider, session,
+//     thread and sender within Window merge into one file, flushed at most
+//     MaxWait after the first; the merged ids go to metadata.extra.merged_ids.
+//     Groups are staged durably in .tmp/debounce and flushed at Start after
+//     a crash, before any source runs.
+//   - The bot's own messages (Event.Self, or a sender listed in Options.Self)
+//     are dropped.
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// Debounce configures merging of IM messages. A zero Window turns it off.
+type Debounce struct {
+	Window  time.Duration // quiet time that closes a group (default 5 s)
+	MaxWait time.Duration // a group is flushed at most this long after its first message (default 30 s)
+}
+
+// Options of a Pipeline. The zero value means defaults.
+type Options struct {
+	Logger   *slog.Logger
+	Debounce Debounce
+	// Self lists the bot's own participant ids per provider; their messages
+	// are dropped.
+	Self map[schema.Provider][]string
+	// BatchSize caps the messages written in one round (default 512).
+	BatchSize int
+	Now       func() time.Time
+}
+
+// Stats are counters per provider.
+type Stats struct {
+	Received   uint64 // events delivered
+	Written    uint64 // files written (a merged group counts once)
+	Duplicates uint64 // events dropped as already seen
+	Self       uint64 // events dropped as the bot's own
+	Merged     uint64 // messages merged into another by debounce
+	Batches    uint64 // write rounds
+	Nanos      uint64 // time spent writing
+}
+
+type counters struct {
+	received, written, duplicates, self, merged, batches, nanos atomic.Uint64
+}
+
+// Pipeline is the inbound pipeline; it implements adapters.Sink.
+type Pipeline struct {
+	mb   *mailbox.Mailbox
+	opts Options
+	log  *slog.Logger
+
+	reqs    chan *request
+	stop    chan struct{}
+	stopped chan struct{}
+	state   atomic.Int32 // 0 new, 1 running, 2 stopped
+
+	statsMu sync.Mutex
+	stats   map[schema.Provider]*counters
+
+	// Debounce state; owned by the writer goroutine.
+	groups map[string]*group
+	staged map[string]bool // ids and keys of staged messages
+	seq    uint64
+	wake   chan struct{}
+}
+
+var _ adapters.Sink = (*Pipeline)(nil)
+
+type request struct {
+	events []adapters.Event
+	flush  []string // debounce groups to flush
+	due    bool     // flush the groups that are due now
+	all    bool     // flush every group (Stop)
+	done   chan error
+}
+
+type group struct {
+	name        string
+	first, last time.Time
+	msgs        []mailbox.Inbound
+}
+
+// New returns a pipeline writing to mb. It does no I/O; call Start.
+func New(mb *mailbox.Mailbox, opts *Options) *Pipeline {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Debounce.Window > 0 && o.Debounce.MaxWait <= 0 {
+		o.Debounce.MaxWait = 30 * time.Second
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 512
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Pipeline{
+		mb: mb, opts: o, log: o.Logger,
+		reqs: make(chan *request, 64), stop: make(chan struct{}), stopped: make(chan struct{}),
+		stats: map[schema.Provider]*counters{}, groups: map[string]*group{}, staged: map[string]bool{},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// Start repairs the mailbox after a crash (Reconcile), flushes debounce
+// groups staged before it, and starts the writer. Call it before any
+// Source runs.
+func (p *Pipeline) Start(ctx context.Context) error {
+	st, err := p.mb.Reconcile(ctx)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	if st.Indexed > 0 || st.Removed > 0 {
+		p.log.Info("mailbox repaired after an unclean stop", "indexed", st.Indexed, "removed", st.Removed)
+	}
+	for _, s := range st.Invalid {
+		p.log.Warn("mailbox file does not parse; left in place", "file", s)
+	}
+	groups, bad, err := p.mb.StagedGroups()
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	for _, b := range bad {
+		p.log.Warn("staged debounce file does not parse; left in place", "file", b)
+	}
+	names := make([]string, 0, len(groups))
+	for name, msgs := range groups {
+		g := &group{name: name, msgs: msgs}
+		p.groups[name] = g
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		// Flush at once: the window of a group staged before a restart
+		// has no meaning now, and new messages must not join a group
+		// whose merged file may already be written.
+		if err := p.process(ctx, []*request{{flush: names}}); err != nil {
+			return fmt.Errorf("ingest: flush staged groups: %w", err)
+		}
+		p.log.Info("flushed debounce groups staged before the restart", "groups", len(names))
+	}
+	p.state.Store(1)
+	go p.run()
+	return nil
+}
+
+// Stop flushes every debounce group and stops the writer. Deliver calls
+// after Stop fail.
+func (p *Pipeline) Stop(ctx context.Context) error {
+	if !p.state.CompareAndSwap(1, 2) {
+		return nil
+	}
+	r := &request{all: true, done: make(chan error, 1)}
+	var err error
+	select {
+	case p.reqs <- r:
+		select {
+		case err = <-r.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	close(p.stop)
+	<-p.stopped
+	return err
+}
+
+// ErrStopped is returned by Deliver on a stopped pipeline.
+var ErrStopped = errors.New("ingest: pipeline stopped")
+
+// Deliver implements adapters.Sink.
+func (p *Pipeline) Deliver(ctx context.Context, events ...adapters.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	switch p.state.Load() {
+	case 0:
+		return errors.New("ingest: Deliver before Start")
+	case 2:
+		return ErrStopped
+	}
+	r := &request{events: events, done: make(chan error, 1)}
+	select {
+	case p.reqs <- r:
+	case <-p.stop:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-p.stopped:
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return ErrStopped
+		}
+	case <-ctx.Done():
+		// The write goes on and will be durable; the source redelivers
+		// and the duplicate is dropped.
+		return ctx.Err()
+	}
+}
+
+// Checkpoint implements adapters.Sink.
+func (p *Pipeline) Checkpoint(ctx context.Context, key string) (string, bool, error) {
+	return p.mb.Checkpoint(ctx, key)
+}
+
+// Seen implements adapters.Sink: the mailbox holds the id or key.
+func (p *Pipeline) Seen(ctx context.Context, key string) (bool, error) {
+	return p.mb.Seen(ctx, key)
+}
+
+// Stats returns the counters per provider.
+func (p *Pipeline) Stats() map[schema.Provider]Stats {
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	out := make(map[schema.Provider]Stats, len(p.stats))
+	for k, c := range p.stats {
+		out[k] = Stats{Received: c.received.Load(), Written: c.written.Load(), Duplicates: c.duplicates.Load(),
+			Self: c.self.Load(), Merged: c.merged.Load(), Batches: c.batches.Load(), Nanos: c.nanos.Load()}
+	}
+	return out
+}
+
+func (p *Pipeline) counter(pr schema.Provider) *counters {
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	c := p.stats[pr]
+	if c == nil {
+		c = &counters{}
+		p.stats[pr] = c
+	}
+	return c
+}
+
+// run is the writer: it takes every request waiting and processes them as
+// one batch (group commit), and flushes debounce groups when they are due.
+func (p *Pipeline) run() {
+	defer close(p.stopped)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		p.resetTimer(timer)
+		var batch []*request
+		select {
+		case <-p.stop:
+			for {
+				select {
+				case r := <-p.reqs:
+					r.done <- ErrStopped
+				default:
+					return
+				}
+			}
+		case r := <-p.reqs:
+			batch = append(batch, r)
+		case <-timer.C:
+			batch = append(batch, &request{due: true})
+		case <-p.wake:
+		}
+		n := 0
+		for _, r := range batch {
+			n += len(r.events)
+		}
+	drain:
+		for n < p.opts.BatchSize {
+			select {
+			case r := <-p.reqs:
+				batch = append(batch, r)
+				n += len(r.events)
+			default:
+				break drain
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		err := p.process(context.Background(), batch)
+		if err != nil {
+			p.log.Error("ingest: write failed; sources will redeliver", "err", err)
+		}
+		for _, r := range batch {
+			if r.done != nil {
+				r.done <- err
+			}
+		}
+	}
+}
+
+func (p *Pipeline) resetTimer(t *time.Timer) {
+	next := time.Hour
+	now := p.opts.Now()
+	for _, g := range p.groups {
+		if d := p.deadline(g).Sub(now); d < next {
+			next = d
+		}
+	}
+	if next < time.Millisecond {
+		next = time.Millisecond
+	}
+	t.Reset(next)
+}
+
+func (p *Pipeline) deadline(g *group) time.Time {
+	d := g.last.Add(p.opts.Debounce.Window)
+	if m := g.first.Add(p.opts.Debounce.MaxWait); m.Before(d) {
+		d = m
+	}
+	return d
+}
+
+func (p *Pipeline) dueGroups() []string {
+	now := p.opts.Now()
+	var due []string
+	for name, g := range p.groups {
+		if !now.Before(p.deadline(g)) {
+			due = append(due, name)
+		}
+	}
+	sort.Strings(due)
+	return due
+}
+
+// process handles one batch of requests: filter, enrich, stage, write.
+func (p *Pipeline) process(ctx context.Context, batch []*request) error {
+	start := time.Now()
+	var direct []mailbox.Inbound
+	var cps []mailbox.Checkpoint
+	local := map[string]*schema.Message{} // this batch, for lookups
+	stage := map[string][]mailbox.Inbound{}
+	var flush []string
+	flushAll := false
+	now := p.opts.Now()
+
+	for _, r := range batch {
+		flush = append(flush, r.flush...)
+		if r.due {
+			flush = append(flush, p.dueGroups()...)
+		}
+		flushAll = flushAll || r.all
+		for _, ev := range r.events {
+			if ev.Checkpoint != nil {
+				cps = append(cps, mailbox.Checkpoint{Key: ev.Checkpoint.Key, Value: ev.Checkpoint.Value})
+			}
+			m := ev.Message
+			if m == nil {
+				continue
+			}
+			c := p.counter(m.Provider)
+			c.received.Add(1)
+			if ev.Self || p.isSelf(m) {
+				c.self.Add(1)
+				continue
+			}
+			keys := append([]string{m.ID}, ev.Keys...)
+			if e := m.Metadata.Extra.EventID; e != "" {
+				keys = append(keys, mailbox.EventKey(m.Provider, e))
+			}
+			dup, err := p.seen(ctx, keys, local)
+			if err != nil {
+				return err
+			}
+			if dup {
+				c.duplicates.Add(1)
+				continue
+			}
+			if err := p.enrich(ctx, m, local); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				local[k] = m
+			}
+			in := mailbox.Inbound{Message: m, Keys: ev.Keys}
+			if ev.Debounce && p.opts.Debounce.Window > 0 {
+				name := groupName(m)
+				stage[name] = append(stage[name], in)
+				g := p.groups[name]
+				if g == nil {
+					g = &group{name: name, first: now}
+					p.groups[name] = g
+				}
+				g.last = now
+				continue
+			}
+			direct = append(direct, in)
+		}
+	}
+	// Stage first: the checkpoints saved below cover staged events too.
+	names := make([]string, 0, len(stage))
+	for name := range stage {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		msgs := stage[name]
+		if err := p.mb.Stage(name, p.seq, msgs); err != nil {
+			// Undo the in-memory side; the source will redeliver.
+			p.forgetStaged(name)
+			return err
+		}
+		p.seq += uint64(len(msgs))
+		g := p.groups[name]
+		g.msgs = append(g.msgs, msgs...)
+		for _, in := range msgs {
+			p.staged[in.Message.ID] = true
+			for _, k := range in.Keys {
+				p.staged[k] = true
+			}
+		}
+	}
+	if flushAll {
+		flush = flush[:0]
+		for name := range p.groups {
+			flush = append(flush, name)
+		}
+		sort.Strings(flush)
+	}
+	var flushed []string
+	for _, name := range dedupeStrings(flush) {
+		g := p.groups[name]
+		if g == nil || len(g.msgs) == 0 {
+			delete(p.groups, name)
+			continue
+		}
+		merged, keys := p.merge(g.msgs)
+		direct = append(direct, mailbox.Inbound{Message: merged, Keys: keys})
+		flushed = append(flushed, name)
+	}
+	if len(direct) == 0 && len(cps) == 0 {
+		return nil
+	}
+	written, err := p.mb.WriteInbound(ctx, direct, cps)
+	if err != nil {
+		return err
+	}
+	for i, in := range direct {
+		c := p.counter(in.Message.Provider)
+		if written[i] {
+			c.written.Add(1)
+		} else {
+			c.duplicates.Add(1)
+		}
+	}
+	for _, name := range flushed {
+		g := p.groups[name]
+		delete(p.groups, name)
+		for _, in := range g.msgs {
+			delete(p.staged, in.Message.ID)
+			for _, k := range in.Keys {
+				delete(p.staged, k)
+			}
+		}
+		if err := p.mb.Unstage(name); err != nil {
+			// Harmless: the staged copies are duplicates now and will be
+			// dropped when they are found again.
+			p.log.Warn("could not remove a flushed debounce group", "group", name, "err", err)
+		}
+	}
+	if len(direct) > 0 {
+		c := p.counter(direct[0].Message.Provider)
+		c.batches.Add(1)
+		c.nanos.Add(uint64(time.Since(start)))
+	}
+	return nil
+}
+
+// flushDue asks the writer to flush the groups that are due, and waits.
+func (p *Pipeline) flushDue(ctx context.Context) error {
+	r := &request{due: true, done: make(chan error, 1)}
+	select {
+	case p.reqs <- r:
+	case <-p.stop:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-p.stopped:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Pipeline) forgetStaged(name string) {
+	g := p.groups[name]
+	if g != nil && len(g.msgs) == 0 {
+		delete(p.groups, name)
+	}
+}
+
+func (p *Pipeline) isSelf(m *schema.Message) bool {
+	for _, id := range p.opts.Self[m.Provider] {
+		if id != "" && (m.Participants.From.ID == id || m.Participants.From.PlatformID == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// seen reports whether any key is in the mailbox, the staging area or this
+// batch.
+func (p *Pipeline) seen(ctx context.Context, keys []string, local map[string]*schema.Message) (bool, error) {
+	for _, k := range keys {
+		if local[k] != nil || p.staged[k] {
+			return true, nil
+		}
+		ok, err := p.mb.Seen(ctx, k)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// related is what enrichment knows of a message m points at.
+type related struct {
+	threadKey, threadRoot, sessionID, correlation string
+}
+
+// lookup finds a message by id or dedupe key, in this batch or the mailbox.
+func (p *Pipeline) lookup(ctx context.Context, key string, local map[string]*schema.Message) (*related, error) {
+	if key == "" {
+		return nil, nil
+	}
+	if m := local[key]; m != nil {
+		return &related{threadKey: string(m.Session.ThreadKey), threadRoot: string(m.ThreadRoot), sessionID: m.Session.ID,
+			correlation: string(m.CorrelationID)}, nil
+	}
+	id, ok, err := p.mb.Lookup(ctx, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	e, err := p.mb.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, mailbox.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &related{threadKey: e.Session.ThreadKey, threadRoot: e.ThreadRoot, sessionID: e.Session.ID, correlation: e.CorrelationID}, nil
+}
+
+// enrich applies thread and correlation inheritance.
+func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, local map[string]*schema.Message) error {
+	targets := []string{string(m.ReplyTo), m.Metadata.Extra.Edits, m.Metadata.Extra.Recalls, string(m.ThreadRoot)}
+	if m.Provider == schema.Email {
+		// Join the thread of the parent, else of the root, when the
+		// mailbox knows them: seed 003 alone splits threads whose
+		// References are missing or start mid-thread.
+		for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
+			r, err := p.lookup(ctx, t, local)
+			if err != nil {
+				return err
+			}
+			if r == nil || r.threadKey == "" {
+				continue
+			}
+			if r.threadKey != string(m.Session.ThreadKey) {
+				if m.Metadata.Extra.Other == nil {
+					m.Metadata.Extra.Other = map[string]any{}
+				}
+				m.Metadata.Extra.Other["thread_key_from_headers"] = string(m.Session.ThreadKey)
+				m.Session.ThreadKey = schema.NullString(r.threadKey)
+				m.Session.ID = r.threadKey
+				root := r.threadRoot
+				if root == "" {
+					root = t
+				}
+				if root == m.ID {
+					root = ""
+				}
+				m.ThreadRoot = schema.NullString(root)
+			}
+			break
+		}
+	}
+	if m.CorrelationID == "" {
+		for _, t := range targets {
+			r, err := p.lookup(ctx, t, local)
+			if err != nil {
+				return err
+			}
+			if r != nil && r.correlation != "" {
+				m.CorrelationID = schema.NullString(r.correlation)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// groupName is the staging name of a message's debounce group: provider,
+// session, thread and sender.
+func groupName(m *schema.Message) string {
+	key := strings.Join([]string{string(m.Provider), m.Session.ID, string(m.Session.ThreadKey), m.Participants.From.ID}, "\x00")
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// merge makes one message of a debounce group: the first message's identity
+// and time, the contents joined in order, artifacts and mentions gathered.
+func (p *Pipeline) merge(msgs []mailbox.Inbound) (*schema.Message, []string) {
+	first := *msgs[0].Message
+	if len(msgs) == 1 {
+		return &first, msgs[0].Keys
+	}
+	m := first
+	m.Artifacts = nil
+	m.Participants.Mentions = nil
+	var texts, mds, bodies []string
+	var keys, ids []string
+	typ := first.Type
+	runes := 0
+	for i, in := range msgs {
+		x := in.Message
+		ids = append(ids, x.ID)
+		keys = append(keys, in.Keys...)
+		if i > 0 {
+			keys = append(keys, x.ID)
+		}
+		text := string(x.Content.Text)
+		for _, mn := range x.Participants.Mentions {
+			if mn.Offset != nil {
+				o := *mn.Offset + runes
+				mn.Offset = &o
+			}
+			m.Participants.Mentions = append(m.Participants.Mentions, mn)
+		}
+		if text != "" {
+			texts = append(texts, text)
+			runes += utf8.RuneCountInString(text) + 1
+		}
+		if x.Content.Markdown != "" {
+			mds = append(mds, string(x.Content.Markdown))
+		}
+		if b := strings.TrimRight(x.Body, "\n"); b != "" {
+			bodies = append(bodies, b)
+		}
+		m.Artifacts = append(m.Artifacts, x.Artifacts...)
+		if x.Type != typ {
+			typ = schema.TypeMixed
+		}
+		if e := x.Metadata.Extra.EventID; e != "" && i > 0 {
+			keys = append(keys, mailbox.EventKey(x.Provider, e))
+		}
+		if m.CorrelationID == "" {
+			m.CorrelationID = x.CorrelationID
+		}
+	}
+	m.Type = typ
+	m.Content.Text = schema.NullString(strings.Join(texts, "\n"))
+	m.Content.Markdown = schema.NullString(strings.Join(mds, "\n\n"))
+	m.Body = strings.Join(bodies, "\n\n") + "\n"
+	m.ReceivedAt = msgs[len(msgs)-1].Message.ReceivedAt
+	m.Metadata.Extra.MergedIDs = ids
+	p.counter(m.Provider).merged.Add(uint64(len(msgs) - 1))
+	return &m, dedupeStrings(keys)
+}
+
+func dedupeStrings(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
