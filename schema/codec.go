@@ -3,6 +3,8 @@ package schema
 import (
 	_ "embed"
 	"fmt"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Kind of a mailbox file.
@@ -50,8 +52,22 @@ func Decode(data []byte) (*Message, error) {
 // DecodeDraft parses and validates a draft file on its own terms (what the
 // file alone can tell; `courier send` checks the rest once it has resolved
 // the provider and recipients). The returned draft is non-nil whenever the
-// file parsed, so that callers can merge flags and validate again.
+// file parsed, so that callers can report on it.
 func DecodeDraft(data []byte) (*Draft, *Source, error) {
+	d, src, err := ParseDraft(data)
+	if err != nil {
+		return d, src, err
+	}
+	if err := d.Validate(src); err != nil {
+		return d, src, err
+	}
+	return d, src, nil
+}
+
+// ParseDraft parses a draft file without validating its values: syntax,
+// types and unknown fields only. Callers that merge more into the draft
+// (command line flags) validate once they have.
+func ParseDraft(data []byte) (*Draft, *Source, error) {
 	doc, errs := parseDocument(data)
 	if errs != nil {
 		return nil, nil, errs
@@ -62,9 +78,6 @@ func DecodeDraft(data []byte) (*Draft, *Source, error) {
 	src := &Source{lines: doc.lines}
 	if len(errs) > 0 {
 		return &d, src, dedupe(errs).sorted()
-	}
-	if err := d.Validate(src); err != nil {
-		return &d, src, err
 	}
 	return &d, src, nil
 }
@@ -115,3 +128,43 @@ func dedupe(es Errors) Errors {
 //
 //go:embed inbound-v1.json
 var InboundJSONSchema []byte
+
+// DecodeYAML decodes a YAML document (a config file, say) into v strictly:
+// keys that name no field of v are errors, and every error names its line
+// and field path. The error is Errors.
+func DecodeYAML(data []byte, v any) error {
+	root, err := YAMLNode(data)
+	if err != nil {
+		return err
+	}
+	return DecodeNode(root, v)
+}
+
+// YAMLNode parses data and returns its root node, for callers that rewrite
+// values (environment expansion) before DecodeNode.
+func YAMLNode(data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		n, msg := splitLine(err.Error())
+		if k := syntaxErrorLine(data); k > 0 {
+			n = k
+		}
+		return nil, Errors{{Line: n, Msg: "YAML syntax error: " + msg}}
+	}
+	if len(doc.Content) == 0 {
+		return &yaml.Node{Kind: yaml.MappingNode}, nil
+	}
+	if doc.Content[0].Kind != yaml.MappingNode {
+		return nil, Errors{{Line: doc.Content[0].Line, Msg: "want a mapping of keys"}}
+	}
+	return doc.Content[0], nil
+}
+
+// DecodeNode decodes a mapping node into v as DecodeYAML does.
+func DecodeNode(root *yaml.Node, v any) error {
+	d := &document{root: root, lines: newLineMap(root)}
+	if errs := d.decodeInto(v); len(errs) > 0 {
+		return dedupe(errs).sorted()
+	}
+	return nil
+}

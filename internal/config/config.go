@@ -1,0 +1,837 @@
+// Package config reads courier.yaml (DESIGN §8) into typed structs, once,
+// for cmd/courier to hand each package its options.
+//
+// Reading is strict: an unknown key is an error naming the key and its
+// line; "${NAME}" in any value is replaced by the environment variable NAME
+// (an unset variable is an error); every secret also has a *_file form
+// that reads the secret from a file (systemd credentials, Docker secrets).
+// Secrets are of type Secret, which never prints its value: not in logs,
+// not in errors, not with %v.
+//
+// Upstream's flat single-account email keys (imap_server, imap_port,
+// smtp_server, smtp_port, username, password, poll_interval) are accepted
+// and become one account named "default".
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/monoco/courier/schema"
+)
+
+// Secret is a credential. It formats as "[redacted]" everywhere; Reveal
+// returns the value.
+type Secret string
+
+// Reveal returns the secret's value, for the code that uses it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String hides the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return s.String() }
+
+// LogValue hides the value from slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON hides the value from JSON (slog's JSON handler, status
+// output).
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// MarshalText hides the value from every text encoder.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalYAML hides the value when a config is written back.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// Duration is a time.Duration written as "60s", "5m" or a number of
+// seconds.
+type Duration time.Duration
+
+// UnmarshalYAML accepts "90s", "1m30s" or 90 (seconds).
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a duration such as 60s", n.Line)}}
+	}
+	if secs, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (want e.g. 60s, 5m, or seconds)", n.Line, n.Value)}}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Date is a day, written 2026-01-01.
+type Date struct{ time.Time }
+
+// UnmarshalYAML accepts YYYY-MM-DD or an RFC 3339 time.
+func (d *Date) UnmarshalYAML(n *yaml.Node) error {
+	for _, layout := range []string{"2006-01-02", time.RFC3339} {
+		if t, err := time.Parse(layout, n.Value); err == nil {
+			d.Time = t
+			return nil
+		}
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a date (want YYYY-MM-DD)", n.Line, n.Value)}}
+}
+
+// Config is the whole file.
+type Config struct {
+	Courier Courier `yaml:"courier"`
+
+	// Path is the file it was read from ("" for the embedded default).
+	Path string `yaml:"-"`
+}
+
+// Courier is the courier: section.
+type Courier struct {
+	Root     string   `yaml:"root"`
+	HTTP     HTTP     `yaml:"http"`
+	Log      Log      `yaml:"log"`
+	Debounce Debounce `yaml:"debounce"`
+	Limits   Limits   `yaml:"limits"`
+	Mailbox  Mailbox  `yaml:"mailbox"`
+	Outbound Outbound `yaml:"outbound"`
+	Adapters Adapters `yaml:"adapters"`
+}
+
+// HTTP is the service's HTTP endpoint (/health, /metrics, webhooks).
+type HTTP struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json (default: text on a terminal, json otherwise)
+}
+
+// Debounce configures IM message merging.
+type Debounce struct {
+	WindowMS  int `yaml:"window_ms"`
+	MaxWaitMS int `yaml:"max_wait_ms"`
+}
+
+// Limits bounds what Courier accepts.
+type Limits struct {
+	MaxDraftBytes    int64 `yaml:"max_draft_bytes"`
+	MaxArtifactBytes int64 `yaml:"max_artifact_bytes"`
+	MaxMessageBytes  int64 `yaml:"max_message_bytes"` // a whole inbound email
+}
+
+// Mailbox configures claims.
+type Mailbox struct {
+	ClaimTimeout Duration `yaml:"claim_timeout"`
+	MaxFailures  int      `yaml:"max_failures"`
+}
+
+// Outbound configures delivery.
+type Outbound struct {
+	MaxAttempts    int      `yaml:"max_attempts"`
+	BackoffBase    Duration `yaml:"backoff_base"`
+	BackoffMax     Duration `yaml:"backoff_max"`
+	RescanInterval Duration `yaml:"rescan_interval"`
+	Concurrency    int      `yaml:"concurrency"`
+	SendTimeout    Duration `yaml:"send_timeout"`
+	ShutdownGrace  Duration `yaml:"shutdown_grace"`
+}
+
+// Adapters holds each provider's section.
+type Adapters struct {
+	Email Email `yaml:"email"`
+	Lark  Lark  `yaml:"lark"`
+	Slack Slack `yaml:"slack"`
+}
+
+// Email is the email adapter: an embedded receiver and accounts.
+type Email struct {
+	Enabled  bool      `yaml:"enabled"`
+	Receiver Receiver  `yaml:"receiver"`
+	Accounts []Account `yaml:"accounts"`
+
+	// Upstream's flat single-account keys.
+	IMAPServer   string   `yaml:"imap_server"`
+	IMAPPort     int      `yaml:"imap_port"`
+	SMTPServer   string   `yaml:"smtp_server"`
+	SMTPPort     int      `yaml:"smtp_port"`
+	Username     string   `yaml:"username"`
+	Password     Secret   `yaml:"password"`
+	PasswordFile string   `yaml:"password_file"`
+	PollInterval Duration `yaml:"poll_interval"`
+}
+
+// Receiver is the embedded SMTP/LMTP receiver.
+type Receiver struct {
+	SMTP     string `yaml:"smtp"`     // host:port, "" = off
+	LMTP     string `yaml:"lmtp"`     // host:port or unix:/path, "" = off
+	Hostname string `yaml:"hostname"` // announced in the greeting
+	// Addresses are the receiver's own addresses, dropped from
+	// participants like an account's.
+	Addresses []string `yaml:"addresses"`
+}
+
+// Account is one email account.
+type Account struct {
+	Name      string   `yaml:"name"`
+	Addresses []string `yaml:"addresses"`
+	IMAP      *IMAP    `yaml:"imap"`
+	SMTP      *SMTP    `yaml:"smtp"`
+}
+
+// IMAP is an account's IMAP server.
+type IMAP struct {
+	Host               string   `yaml:"host"`
+	Port               int      `yaml:"port"`
+	TLS                string   `yaml:"tls"` // implicit | starttls | none
+	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
+	Username           string   `yaml:"username"`
+	Password           Secret   `yaml:"password"`
+	PasswordFile       string   `yaml:"password_file"`
+	Auth               string   `yaml:"auth"` // plain | login
+	Folders            []string `yaml:"folders"`
+	Mode               string   `yaml:"mode"` // idle | poll
+	PollInterval       Duration `yaml:"poll_interval"`
+	Since              *Date    `yaml:"since"`
+	MarkSeen           bool     `yaml:"mark_seen"`
+	MoveTo             string   `yaml:"move_to"`
+	SentFolder         string   `yaml:"sent_folder"` // for append_sent
+}
+
+// SMTP is an account's submission server.
+type SMTP struct {
+	Host               string `yaml:"host"`
+	Port               int    `yaml:"port"`
+	TLS                string `yaml:"tls"` // implicit | starttls | none
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	Username           string `yaml:"username"`
+	Password           Secret `yaml:"password"`
+	PasswordFile       string `yaml:"password_file"`
+	Auth               string `yaml:"auth"`        // plain | login | none
+	Hostname           string `yaml:"hostname"`    // EHLO name
+	AppendSent         bool   `yaml:"append_sent"` // copy to the IMAP Sent folder
+}
+
+// Lark is the Lark (Feishu) adapter.
+type Lark struct {
+	Enabled               bool   `yaml:"enabled"`
+	AppID                 string `yaml:"app_id"`
+	AppSecret             Secret `yaml:"app_secret"`
+	AppSecretFile         string `yaml:"app_secret_file"`
+	Domain                string `yaml:"domain"` // feishu | lark | a base URL
+	Mode                  string `yaml:"mode"`   // ws | webhook
+	VerificationToken     Secret `yaml:"verification_token"`
+	VerificationTokenFile string `yaml:"verification_token_file"`
+	EncryptKey            Secret `yaml:"encrypt_key"`
+	EncryptKeyFile        string `yaml:"encrypt_key_file"`
+}
+
+// Slack is the Slack adapter.
+type Slack struct {
+	Enabled           bool   `yaml:"enabled"`
+	BotToken          Secret `yaml:"bot_token"`
+	BotTokenFile      string `yaml:"bot_token_file"`
+	AppToken          Secret `yaml:"app_token"`
+	AppTokenFile      string `yaml:"app_token_file"`
+	SigningSecret     Secret `yaml:"signing_secret"`
+	SigningSecretFile string `yaml:"signing_secret_file"`
+	Mode              string `yaml:"mode"`    // socket | events
+	APIURL            string `yaml:"api_url"` // override for tests
+}
+
+// Default returns the embedded default: the mailbox in the current
+// workspace, the SMTP receiver on 127.0.0.1:2525, nothing else.
+func Default() *Config {
+	c := &Config{}
+	c.Courier.Root = "."
+	c.Courier.Adapters.Email.Enabled = true
+	c.Courier.Adapters.Email.Receiver.SMTP = "127.0.0.1:2525"
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	cc := &c.Courier
+	if cc.Root == "" {
+		cc.Root = "."
+	}
+	if cc.HTTP.Listen == "" {
+		cc.HTTP.Listen = "127.0.0.1:8644"
+	}
+	if cc.Log.Level == "" {
+		cc.Log.Level = "info"
+	}
+	if cc.Debounce.WindowMS == 0 {
+		cc.Debounce.WindowMS = 5000
+	}
+	if cc.Debounce.MaxWaitMS == 0 {
+		cc.Debounce.MaxWaitMS = 30000
+	}
+	if cc.Limits.MaxDraftBytes == 0 {
+		cc.Limits.MaxDraftBytes = 1 << 20
+	}
+	if cc.Limits.MaxArtifactBytes == 0 {
+		cc.Limits.MaxArtifactBytes = 100 << 20
+	}
+	if cc.Limits.MaxMessageBytes == 0 {
+		cc.Limits.MaxMessageBytes = 150 << 20
+	}
+	if cc.Mailbox.ClaimTimeout == 0 {
+		cc.Mailbox.ClaimTimeout = Duration(300 * time.Second)
+	}
+	if cc.Mailbox.MaxFailures == 0 {
+		cc.Mailbox.MaxFailures = 3
+	}
+	o := &cc.Outbound
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 8
+	}
+	if o.BackoffBase == 0 {
+		o.BackoffBase = Duration(2 * time.Second)
+	}
+	if o.BackoffMax == 0 {
+		o.BackoffMax = Duration(10 * time.Minute)
+	}
+	if o.RescanInterval == 0 {
+		o.RescanInterval = Duration(30 * time.Second)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 8
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = Duration(2 * time.Minute)
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = Duration(30 * time.Second)
+	}
+	e := &cc.Adapters.Email
+	if e.Receiver.Hostname == "" {
+		e.Receiver.Hostname = "localhost"
+	}
+	for i := range e.Accounts {
+		a := &e.Accounts[i]
+		if a.IMAP != nil {
+			if a.IMAP.TLS == "" {
+				a.IMAP.TLS = "implicit"
+			}
+			if a.IMAP.Port == 0 {
+				a.IMAP.Port = map[string]int{"implicit": 993}[a.IMAP.TLS]
+				if a.IMAP.Port == 0 {
+					a.IMAP.Port = 143
+				}
+			}
+			if len(a.IMAP.Folders) == 0 {
+				a.IMAP.Folders = []string{"INBOX"}
+			}
+			if a.IMAP.Mode == "" {
+				a.IMAP.Mode = "idle"
+			}
+			if a.IMAP.PollInterval == 0 {
+				a.IMAP.PollInterval = Duration(60 * time.Second)
+			}
+			if a.IMAP.Auth == "" {
+				a.IMAP.Auth = "plain"
+			}
+			if a.IMAP.SentFolder == "" {
+				a.IMAP.SentFolder = "Sent"
+			}
+		}
+		if a.SMTP != nil {
+			if a.SMTP.TLS == "" {
+				a.SMTP.TLS = "starttls"
+			}
+			if a.SMTP.Port == 0 {
+				a.SMTP.Port = map[string]int{"implicit": 465, "starttls": 587}[a.SMTP.TLS]
+				if a.SMTP.Port == 0 {
+					a.SMTP.Port = 25
+				}
+			}
+			if a.SMTP.Auth == "" {
+				a.SMTP.Auth = "plain"
+				if a.SMTP.Username == "" {
+					a.SMTP.Auth = "none"
+				}
+			}
+		}
+		if len(a.Addresses) == 0 {
+			for _, u := range []string{usernameOf(a.IMAP), usernameOfSMTP(a.SMTP)} {
+				if strings.Contains(u, "@") {
+					a.Addresses = []string{u}
+					break
+				}
+			}
+		}
+	}
+	l := &cc.Adapters.Lark
+	if l.Domain == "" {
+		l.Domain = "feishu"
+	}
+	if l.Mode == "" {
+		l.Mode = "ws"
+	}
+	if cc.Adapters.Slack.Mode == "" {
+		cc.Adapters.Slack.Mode = "socket"
+	}
+}
+
+func usernameOf(i *IMAP) string {
+	if i == nil {
+		return ""
+	}
+	return i.Username
+}
+
+func usernameOfSMTP(s *SMTP) string {
+	if s == nil {
+		return ""
+	}
+	return s.Username
+}
+
+// Load reads the config at path. A missing file at the default path is not
+// an error when allowMissing: the embedded default is returned.
+func Load(path string, allowMissing bool) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && allowMissing {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		var errs schema.Errors
+		if errors.As(err, &errs) {
+			return nil, errs.WithFile(path)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse reads a config from data; relative *_file paths are relative to dir.
+func Parse(data []byte, dir string) (*Config, error) {
+	root, err := schema.YAMLNode(data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := expandEnv(root, ""); len(errs) > 0 {
+		return nil, errs
+	}
+	c := &Config{}
+	if err := schema.DecodeNode(root, c); err != nil {
+		return nil, err
+	}
+	lines := lineFinder(root)
+	if errs := c.resolve(dir, lines); len(errs) > 0 {
+		return nil, errs
+	}
+	c.applyDefaults()
+	if errs := c.validate(lines); len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// expandEnv replaces ${NAME} in every scalar value.
+func expandEnv(n *yaml.Node, path string) schema.Errors {
+	var errs schema.Errors
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			errs = append(errs, expandEnv(n.Content[i+1], p)...)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			errs = append(errs, expandEnv(c, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		var missing []string
+		v := expand(n.Value, func(name string) (string, bool) {
+			val, ok := os.LookupEnv(name)
+			if !ok {
+				missing = append(missing, name)
+			}
+			return val, ok
+		})
+		if len(missing) > 0 {
+			errs = append(errs, &schema.FieldError{Line: n.Line, Path: path,
+				Msg: "environment variable " + strings.Join(missing, ", ") + " is not set"})
+			return errs
+		}
+		n.Value = v
+		if n.Style == 0 {
+			n.Tag = resolveTag(v) // a plain ${PORT} becomes the number it holds
+		}
+	}
+	return errs
+}
+
+// expand replaces ${NAME} only (a bare $ is left alone: passwords have
+// them).
+func expand(s string, lookup func(string) (string, bool)) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		name := s[i+2 : i+j]
+		v, _ := lookup(name)
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+}
+
+func resolveTag(v string) string {
+	var x any
+	if err := yaml.Unmarshal([]byte(v), &x); err != nil {
+		return "!!str"
+	}
+	switch x.(type) {
+	case int, int64, uint64:
+		return "!!int"
+	case bool:
+		return "!!bool"
+	case float64:
+		return "!!float"
+	}
+	return "!!str"
+}
+
+// lineFinder returns a function giving the line of a dotted path.
+func lineFinder(root *yaml.Node) func(path string) int {
+	lines := map[string]int{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := n.Content[i].Value
+				if path != "" {
+					p = path + "." + p
+				}
+				lines[p] = n.Content[i].Line
+				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				lines[p] = c.Line
+				walk(c, p)
+			}
+		}
+	}
+	walk(root, "")
+	return func(path string) int {
+		for p := path; p != ""; {
+			if n, ok := lines[p]; ok {
+				return n
+			}
+			i := strings.LastIndexAny(p, ".[")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		return 0
+	}
+}
+
+// resolve reads *_file secrets and turns the flat email keys into an
+// account.
+func (c *Config) resolve(dir string, line func(string) int) schema.Errors {
+	var errs schema.Errors
+	read := func(path string, secret *Secret, file string) {
+		if file == "" {
+			return
+		}
+		if *secret != "" {
+			errs = append(errs, &schema.FieldError{Line: line(path), Path: path, Msg: "set either the secret or its _file, not both"})
+			return
+		}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			errs = append(errs, &schema.FieldError{Line: line(path + "_file"), Path: path + "_file", Msg: "cannot read the secret file: " + pathError(err)})
+			return
+		}
+		*secret = Secret(strings.TrimRight(string(b), "\r\n"))
+	}
+	a := &c.Courier.Adapters
+	e := &a.Email
+	p := "courier.adapters.email"
+	read(p+".password", &e.Password, e.PasswordFile)
+	if e.IMAPServer != "" || e.SMTPServer != "" {
+		if len(e.Accounts) > 0 {
+			errs = append(errs, &schema.FieldError{Line: line(p + ".imap_server"), Path: p,
+				Msg: "use either accounts or the flat keys (imap_server, smtp_server, ...), not both"})
+		} else {
+			acct := Account{Name: "default"}
+			if e.IMAPServer != "" {
+				acct.IMAP = &IMAP{Host: e.IMAPServer, Port: e.IMAPPort, Username: e.Username, Password: e.Password, PollInterval: e.PollInterval}
+				if e.PollInterval != 0 {
+					acct.IMAP.Mode = "poll"
+				}
+				if e.IMAPPort == 143 {
+					acct.IMAP.TLS = "starttls"
+				}
+			}
+			if e.SMTPServer != "" {
+				acct.SMTP = &SMTP{Host: e.SMTPServer, Port: e.SMTPPort, Username: e.Username, Password: e.Password}
+				switch e.SMTPPort {
+				case 465:
+					acct.SMTP.TLS = "implicit"
+				case 25:
+					acct.SMTP.TLS = "none"
+				}
+			}
+			e.Accounts = []Account{acct}
+		}
+	}
+	for i := range e.Accounts {
+		acct := &e.Accounts[i]
+		ap := fmt.Sprintf("%s.accounts[%d]", p, i)
+		if acct.IMAP != nil {
+			read(ap+".imap.password", &acct.IMAP.Password, acct.IMAP.PasswordFile)
+		}
+		if acct.SMTP != nil {
+			read(ap+".smtp.password", &acct.SMTP.Password, acct.SMTP.PasswordFile)
+		}
+	}
+	l := &a.Lark
+	read("courier.adapters.lark.app_secret", &l.AppSecret, l.AppSecretFile)
+	read("courier.adapters.lark.verification_token", &l.VerificationToken, l.VerificationTokenFile)
+	read("courier.adapters.lark.encrypt_key", &l.EncryptKey, l.EncryptKeyFile)
+	s := &a.Slack
+	read("courier.adapters.slack.bot_token", &s.BotToken, s.BotTokenFile)
+	read("courier.adapters.slack.app_token", &s.AppToken, s.AppTokenFile)
+	read("courier.adapters.slack.signing_secret", &s.SigningSecret, s.SigningSecretFile)
+	return errs
+}
+
+func pathError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// validate checks values.
+func (c *Config) validate(line func(string) int) schema.Errors {
+	var errs schema.Errors
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &schema.FieldError{Line: line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	cc := &c.Courier
+	if _, _, err := net.SplitHostPort(cc.HTTP.Listen); err != nil {
+		bad("courier.http.listen", "%q is not host:port", cc.HTTP.Listen)
+	}
+	switch cc.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("courier.log.level", "%q is not one of debug, info, warn, error", cc.Log.Level)
+	}
+	switch cc.Log.Format {
+	case "", "text", "json":
+	default:
+		bad("courier.log.format", "%q is not one of text, json", cc.Log.Format)
+	}
+	if cc.Debounce.WindowMS < 0 || cc.Debounce.MaxWaitMS < 0 {
+		bad("courier.debounce", "times must not be negative")
+	}
+	if cc.Limits.MaxDraftBytes < 0 || cc.Limits.MaxArtifactBytes < 0 || cc.Limits.MaxMessageBytes < 0 {
+		bad("courier.limits", "limits must not be negative")
+	}
+	if cc.Outbound.MaxAttempts < 1 {
+		bad("courier.outbound.max_attempts", "must be at least 1")
+	}
+	if cc.Outbound.Concurrency < 1 {
+		bad("courier.outbound.concurrency", "must be at least 1")
+	}
+	e := &cc.Adapters.Email
+	p := "courier.adapters.email"
+	if e.Receiver.SMTP != "" {
+		if _, _, err := net.SplitHostPort(e.Receiver.SMTP); err != nil {
+			bad(p+".receiver.smtp", "%q is not host:port", e.Receiver.SMTP)
+		}
+	}
+	if l := e.Receiver.LMTP; l != "" && !strings.HasPrefix(l, "unix:") {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			bad(p+".receiver.lmtp", "%q is neither host:port nor unix:/path", l)
+		}
+	}
+	for i, a := range e.Receiver.Addresses {
+		if !schema.ValidEmail(a) {
+			bad(fmt.Sprintf("%s.receiver.addresses[%d]", p, i), "%q is not an email address", a)
+		}
+	}
+	names := map[string]bool{}
+	for i, a := range e.Accounts {
+		ap := fmt.Sprintf("%s.accounts[%d]", p, i)
+		if a.Name == "" {
+			bad(ap+".name", "an account needs a name")
+		} else if names[a.Name] {
+			bad(ap+".name", "account name %q is used twice", a.Name)
+		}
+		names[a.Name] = true
+		if a.IMAP == nil && a.SMTP == nil {
+			bad(ap, "an account needs imap, smtp or both")
+		}
+		for j, addr := range a.Addresses {
+			if _, err := mail.ParseAddress(addr); err != nil || !schema.ValidEmail(addr) {
+				bad(fmt.Sprintf("%s.addresses[%d]", ap, j), "%q is not an email address", addr)
+			}
+		}
+		if a.IMAP != nil {
+			checkServer(bad, ap+".imap", a.IMAP.Host, a.IMAP.Port, a.IMAP.TLS)
+			switch a.IMAP.Mode {
+			case "idle", "poll":
+			default:
+				bad(ap+".imap.mode", "%q is not one of idle, poll", a.IMAP.Mode)
+			}
+			switch a.IMAP.Auth {
+			case "plain", "login":
+			default:
+				bad(ap+".imap.auth", "%q is not one of plain, login", a.IMAP.Auth)
+			}
+			if a.IMAP.Username == "" {
+				bad(ap+".imap.username", "required")
+			}
+		}
+		if a.SMTP != nil {
+			checkServer(bad, ap+".smtp", a.SMTP.Host, a.SMTP.Port, a.SMTP.TLS)
+			switch a.SMTP.Auth {
+			case "plain", "login", "none":
+			default:
+				bad(ap+".smtp.auth", "%q is not one of plain, login, none", a.SMTP.Auth)
+			}
+			if a.SMTP.AppendSent && a.IMAP == nil {
+				bad(ap+".smtp.append_sent", "needs the account's imap section to append to")
+			}
+		}
+	}
+	l := &cc.Adapters.Lark
+	if l.Enabled {
+		if l.AppID == "" {
+			bad("courier.adapters.lark.app_id", "required when lark is enabled")
+		}
+		if l.AppSecret == "" {
+			bad("courier.adapters.lark.app_secret", "required when lark is enabled")
+		}
+		switch l.Mode {
+		case "ws", "webhook":
+		default:
+			bad("courier.adapters.lark.mode", "%q is not one of ws, webhook", l.Mode)
+		}
+		if l.Mode == "webhook" && l.VerificationToken == "" && l.EncryptKey == "" {
+			bad("courier.adapters.lark.verification_token", "webhook mode needs verification_token or encrypt_key to verify requests")
+		}
+	}
+	s := &cc.Adapters.Slack
+	if s.Enabled {
+		if s.BotToken == "" {
+			bad("courier.adapters.slack.bot_token", "required when slack is enabled")
+		}
+		switch s.Mode {
+		case "socket":
+			if s.AppToken == "" {
+				bad("courier.adapters.slack.app_token", "socket mode needs an app-level token (xapp-...)")
+			}
+		case "events":
+			if s.SigningSecret == "" {
+				bad("courier.adapters.slack.signing_secret", "events mode needs the signing secret to verify requests")
+			}
+		default:
+			bad("courier.adapters.slack.mode", "%q is not one of socket, events", s.Mode)
+		}
+	}
+	return errs
+}
+
+func checkServer(bad func(string, string, ...any), path, host string, port int, tls string) {
+	if host == "" {
+		bad(path+".host", "required")
+	}
+	if port < 1 || port > 65535 {
+		bad(path+".port", "%d is not a port", port)
+	}
+	switch tls {
+	case "implicit", "starttls", "none":
+	default:
+		bad(path+".tls", "%q is not one of implicit, starttls, none", tls)
+	}
+}
+
+// Account returns the account named name, or the first when name is "".
+func (c *Config) Account(name string) (*Account, bool) {
+	for i := range c.Courier.Adapters.Email.Accounts {
+		a := &c.Courier.Adapters.Email.Accounts[i]
+		if name == "" || a.Name == name {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
+// RootDir returns the workspace root, relative paths taken from the
+// config file's workspace (the folder holding .monoco/) or from cwd.
+func (c *Config) RootDir(cwd string) string {
+	r := c.Courier.Root
+	if filepath.IsAbs(r) {
+		return r
+	}
+	base := cwd
+	if c.Path != "" {
+		// .monoco/config/courier.yaml: the workspace is two levels up.
+		dir := filepath.Dir(c.Path)
+		if filepath.Base(dir) == "config" && filepath.Base(filepath.Dir(dir)) == ".monoco" {
+			base = filepath.Dir(filepath.Dir(dir))
+		} else {
+			base = dir
+		}
+	}
+	return filepath.Clean(filepath.Join(base, r))
+}

@@ -1,0 +1,193 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/schema"
+)
+
+const full = `courier:
+  root: .
+  http: {listen: 127.0.0.1:9000}
+  debounce: {window_ms: 1000, max_wait_ms: 2000}
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: 127.0.0.1:2525, lmtp: "unix:/run/courier/lmtp.sock"}
+      accounts:
+        - name: work
+          addresses: [agent@example.com]
+          imap:
+            host: imap.example.com
+            port: ${IMAP_PORT}
+            tls: implicit
+            username: agent@example.com
+            password: ${IMAP_PASSWORD}
+            folders: [INBOX, Lists]
+            mode: idle
+            poll_interval: 90s
+            since: 2026-01-01
+          smtp: {host: smtp.example.com, port: 587, tls: starttls,
+                 username: agent@example.com, password_file: smtp.secret}
+    lark:  {enabled: false, app_id: "", app_secret: "", domain: feishu, mode: ws,
+            verification_token: "", encrypt_key: ""}
+    slack: {enabled: false, bot_token: "", app_token: "", signing_secret: "", mode: socket}
+`
+
+func TestParseFull(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "smtp.secret"), []byte("s3cret-smtp\n"), 0o600)
+	t.Setenv("IMAP_PORT", "1993")
+	t.Setenv("IMAP_PASSWORD", "pa$$word-with-$dollar")
+	c, err := config.Parse([]byte(full), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := c.Account("work")
+	if !ok {
+		t.Fatal("no account work")
+	}
+	if a.IMAP.Port != 1993 || a.IMAP.Password.Reveal() != "pa$$word-with-$dollar" {
+		t.Errorf("env not expanded: port %d password %q", a.IMAP.Port, a.IMAP.Password.Reveal())
+	}
+	if a.SMTP.Password.Reveal() != "s3cret-smtp" {
+		t.Errorf("password_file: %q", a.SMTP.Password.Reveal())
+	}
+	if a.IMAP.PollInterval.D() != 90*time.Second || a.IMAP.Since == nil || a.IMAP.Since.Year() != 2026 {
+		t.Errorf("poll %v since %v", a.IMAP.PollInterval, a.IMAP.Since)
+	}
+	if c.Courier.HTTP.Listen != "127.0.0.1:9000" || c.Courier.Debounce.WindowMS != 1000 {
+		t.Errorf("courier: %+v", c.Courier)
+	}
+	if c.Courier.Limits.MaxDraftBytes != 1<<20 || c.Courier.Outbound.MaxAttempts != 8 {
+		t.Errorf("defaults not applied: %+v %+v", c.Courier.Limits, c.Courier.Outbound)
+	}
+	if len(a.IMAP.Folders) != 2 || a.SMTP.Port != 587 {
+		t.Errorf("imap %+v smtp %+v", a.IMAP, a.SMTP)
+	}
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "smtp.secret"), []byte("s3cret-smtp\n"), 0o600)
+	t.Setenv("IMAP_PORT", "993")
+	t.Setenv("IMAP_PASSWORD", "hunter2-imap")
+	c, err := config.Parse([]byte(full), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	a, _ := c.Account("work")
+	log.Info("account", "imap", a.IMAP, "smtp", *a.SMTP, "password", a.IMAP.Password)
+	text := buf.String() + fmt.Sprintf("%v %+v %#v %s", c, *a.IMAP, *a.SMTP, a.SMTP.Password)
+	for _, secret := range []string{"hunter2-imap", "s3cret-smtp"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("secret %q printed:\n%s", secret, text)
+		}
+	}
+	if !strings.Contains(text, "[redacted]") {
+		t.Errorf("no redaction marker in:\n%s", text)
+	}
+}
+
+func TestUpstreamFlatKeys(t *testing.T) {
+	t.Setenv("EMAIL_PASSWORD", "pw")
+	c, err := config.Parse([]byte(`courier:
+  adapters:
+    email:
+      enabled: true
+      imap_server: imap.gmail.com
+      imap_port: 993
+      smtp_server: smtp.gmail.com
+      smtp_port: 587
+      username: bot@gmail.com
+      password: ${EMAIL_PASSWORD}
+      poll_interval: 60
+`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := c.Account("default")
+	if !ok {
+		t.Fatal("flat keys did not make an account")
+	}
+	if a.IMAP.Host != "imap.gmail.com" || a.IMAP.TLS != "implicit" || a.IMAP.Mode != "poll" || a.IMAP.PollInterval.D() != time.Minute {
+		t.Errorf("imap = %+v", a.IMAP)
+	}
+	if a.SMTP.Host != "smtp.gmail.com" || a.SMTP.TLS != "starttls" || a.SMTP.Password.Reveal() != "pw" {
+		t.Errorf("smtp = %+v", a.SMTP)
+	}
+	if len(a.Addresses) != 1 || a.Addresses[0] != "bot@gmail.com" {
+		t.Errorf("addresses = %v, want the login", a.Addresses)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+		path, msg  string
+	}{
+		{"unknown key", "courier:\n  http: {listen: 127.0.0.1:1}\n  debounse: {window_ms: 1}\n", 3, "courier.debounse", `did you mean "debounce"`},
+		{"unknown nested key", "courier:\n  adapters:\n    slack:\n      bot_tokn: x\n", 4, "courier.adapters.slack.bot_tokn", "unknown field"},
+		{"unset env", "courier:\n  adapters:\n    lark:\n      app_secret: ${NOPE_NOT_SET}\n", 4, "courier.adapters.lark.app_secret", "NOPE_NOT_SET is not set"},
+		{"bad duration", "courier:\n  outbound:\n    backoff_base: soon\n", 3, "courier.outbound.backoff_base", "not a duration"},
+		{"bad port type", "courier:\n  adapters:\n    email:\n      accounts:\n        - name: a\n          smtp: {host: h, port: twenty}\n", 6, "courier.adapters.email.accounts[0].smtp.port", "want an integer"},
+		{"bad tls", "courier:\n  adapters:\n    email:\n      accounts:\n        - name: a\n          smtp: {host: h, tls: ssl}\n", 6, "courier.adapters.email.accounts[0].smtp.tls", "not one of implicit"},
+		{"missing secret file", "courier:\n  adapters:\n    slack:\n      bot_token_file: /nonexistent/token\n", 4, "courier.adapters.slack.bot_token_file", "cannot read"},
+		{"enabled without token", "courier:\n  adapters:\n    slack:\n      enabled: true\n      app_token: xapp\n", 3, "courier.adapters.slack.bot_token", "required"},
+		{"syntax", "courier:\n  http: {listen: [\n", 2, "", "YAML syntax error"},
+		{"duplicate account", "courier:\n  adapters:\n    email:\n      accounts:\n        - {name: a, smtp: {host: h}}\n        - {name: a, smtp: {host: h}}\n", 6, "courier.adapters.email.accounts[1].name", "used twice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+			var errs schema.Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("err = %v (%T)", err, err)
+			}
+			for _, e := range errs {
+				if e.Line == tc.line && e.Path == tc.path && strings.Contains(e.Msg, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("want line %d path %q msg ~%q; got:\n%v", tc.line, tc.path, tc.msg, err)
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	c, err := config.Load(filepath.Join(dir, "missing.yaml"), true)
+	if err != nil || c.Courier.Adapters.Email.Receiver.SMTP != "127.0.0.1:2525" {
+		t.Errorf("missing default config: %+v, %v", c, err)
+	}
+	if _, err := config.Load(filepath.Join(dir, "missing.yaml"), false); err == nil {
+		t.Error("a missing --config file must be an error")
+	}
+	p := filepath.Join(dir, ".monoco", "config", "courier.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("courier:\n  bogus: 1\n"), 0o644)
+	_, err = config.Load(p, true)
+	if err == nil || !strings.HasPrefix(err.Error(), p+":2: courier.bogus: unknown field") {
+		t.Errorf("err = %v, want it to start with %s:2: courier.bogus", err, p)
+	}
+	os.WriteFile(p, []byte("courier:\n  root: .\n"), 0o644)
+	c, err = config.Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RootDir("/elsewhere"); got != dir {
+		t.Errorf("RootDir = %s, want the workspace %s", got, dir)
+	}
+}
