@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// entryWriter prints entries in one of the list formats, streaming.
+type entryWriter struct {
+	format string
+	w      *bufio.Writer
+	tw     *tabwriter.Writer
+	enc    *json.Encoder
+	buf    bytes.Buffer
+	n      int
+	now    time.Time
+}
+
+var listFormats = []string{"table", "json", "compact", "id"}
+
+func checkFormat(format string, allowed []string) error {
+	for _, f := range allowed {
+		if f == format {
+			return nil
+		}
+	}
+	return usageError("--format %q is not one of %s", format, strings.Join(allowed, ", "))
+}
+
+func newEntryWriter(out io.Writer, format string) *entryWriter {
+	ew := &entryWriter{format: format, w: bufio.NewWriterSize(out, 64*1024), now: time.Now()}
+	switch format {
+	case "table":
+		ew.tw = tabwriter.NewWriter(ew.w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(ew.tw, "ID\tPROVIDER\tFROM\tSTATUS\tTIME\tPREVIEW")
+	case "json":
+		ew.enc = json.NewEncoder(&ew.buf)
+		ew.enc.SetEscapeHTML(false)
+	}
+	return ew
+}
+
+func (ew *entryWriter) write(e *mailbox.Entry) error {
+	ew.n++
+	switch ew.format {
+	case "table":
+		_, err := fmt.Fprintf(ew.tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Provider, cell(e.From.Name, 24), e.Status,
+			ago(ew.now, e.Timestamp), cell(e.Preview, 50))
+		return err
+	case "json":
+		ew.buf.Reset()
+		if err := ew.enc.Encode(e); err != nil {
+			return err
+		}
+		if ew.n == 1 {
+			ew.w.WriteString("[\n")
+		} else {
+			ew.w.WriteString(",\n")
+		}
+		_, err := ew.w.Write(bytes.TrimSuffix(ew.buf.Bytes(), []byte("\n"))) // one entry per line
+		return err
+	case "compact":
+		_, err := fmt.Fprintf(ew.w, "%s | %s | %s\n", e.ID, oneLine(e.From.Name), e.Preview)
+		return err
+	default:
+		_, err := fmt.Fprintln(ew.w, e.ID)
+		return err
+	}
+}
+
+func (ew *entryWriter) close() error {
+	switch ew.format {
+	case "table":
+		if err := ew.tw.Flush(); err != nil {
+			return err
+		}
+	case "json":
+		if ew.n == 0 {
+			ew.w.WriteString("[]\n")
+		} else {
+			ew.w.WriteString("\n]\n")
+		}
+	}
+	return ew.w.Flush()
+}
+
+// cell cuts s to n runes for a table column.
+func cell(s string, n int) string {
+	s = oneLine(s)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// ago prints a time relative to now, as upstream's table does.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return t.UTC().Format("2006-01-02 15:04")
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	case d < 7*24*time.Hour:
+		return fmt.Sprintf("%d d ago", int(d.Hours()/24))
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// parseSince reads --since: a duration back from now (2h, 30m, 7d) or a
+// date or time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if strings.HasSuffix(s, "d") {
+		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usageError("--since %q is neither a duration (2h, 30m, 7d) nor a date (2026-02-06)", s)
+}
+
+func (a *app) listCommand() *cobra.Command {
+	var (
+		all, outbound, today bool
+		providers, statuses  []string
+		since, corr, format  string
+		limit                int
+	)
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List messages (by default those still in the inbox: new, claimed, failed)",
+		Example: `  courier list
+  courier list --provider lark --status new --format id | courier claim -
+  courier list --all --since 2h --format json
+  courier list --correlation bug_123`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, listFormats); err != nil {
+				return err
+			}
+			f := mailbox.Filter{All: all, Outbound: outbound, Correlation: corr, Limit: limit}
+			for _, p := range providers {
+				for _, p := range strings.Split(p, ",") {
+					if !schema.Provider(p).Valid() {
+						return usageError("--provider %q is not one of %s", p, "email, lark, slack, discord, teams, wecom, dingtalk")
+					}
+					f.Providers = append(f.Providers, schema.Provider(p))
+				}
+			}
+			for _, s := range statuses {
+				for _, s := range strings.Split(s, ",") {
+					if !validStatus(s) {
+						return usageError("--status %q is not one of new, claimed, failed, done, dead, queued, sent", s)
+					}
+					f.Statuses = append(f.Statuses, mailbox.Status(s))
+				}
+			}
+			now := time.Now()
+			var err error
+			if f.Since, err = parseSince(since, now); err != nil {
+				return err
+			}
+			if today {
+				y, m, d := now.Date()
+				f.Since = time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+			}
+			mb, err := a.mailbox()
+			if err != nil {
+				return err
+			}
+			ew := newEntryWriter(a.stdout, format)
+			if err := mb.List(cmd.Context(), f, ew.write); err != nil {
+				return err
+			}
+			return ew.close()
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&all, "all", false, "include done and dead messages")
+	fl.BoolVar(&outbound, "outbound", false, "list queued, sent and dead drafts instead")
+	fl.StringSliceVar(&providers, "provider", nil, "only these providers (email, lark, slack)")
+	fl.StringSliceVar(&statuses, "status", nil, "only these statuses (new, claimed, failed, done, dead; queued, sent)")
+	fl.StringVar(&since, "since", "", "only messages since a time: 2h, 30m, 7d, or 2026-02-06")
+	fl.BoolVar(&today, "today", false, "only messages since midnight")
+	fl.StringVar(&corr, "correlation", "", "only messages with this correlation id")
+	fl.IntVar(&limit, "limit", 0, "at most this many")
+	fl.StringVar(&format, "format", "table", "table, json, compact (id | from | preview) or id")
+	return c
+}
+
+func validStatus(s string) bool {
+	for _, v := range mailbox.Statuses {
+		if string(v) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) threadCommand() *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "thread KEY",
+		Short: "Show every message and draft of a thread (KEY is a thread key or any message id in it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, listFormats); err != nil {
+				return err
+			}
+			mb, err := a.mailbox()
+			if err != nil {
+				return err
+			}
+			ew := newEntryWriter(a.stdout, format)
+			if err := mb.Thread(cmd.Context(), args[0], ew.write); err != nil {
+				return err
+			}
+			if err := ew.close(); err != nil {
+				return err
+			}
+			if ew.n == 0 {
+				return withCode(exitNotFound, fmt.Errorf("no thread %q", args[0]))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "table", "table, json, compact or id")
+	return c
+}
+
+func (a *app) contextCommand() *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "context CORRELATION_ID",
+		Short: "Show everything with a correlation id: inbound, archived and sent, by time",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, listFormats); err != nil {
+				return err
+			}
+			mb, err := a.mailbox()
+			if err != nil {
+				return err
+			}
+			ew := newEntryWriter(a.stdout, format)
+			if err := mb.Context(cmd.Context(), args[0], ew.write); err != nil {
+				return err
+			}
+			if err := ew.close(); err != nil {
+				return err
+			}
+			if ew.n == 0 {
+				return withCode(exitNotFound, fmt.Errorf("nothing carries correlation id %q", args[0]))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "table", "table, json, compact or id")
+	return c
+}

@@ -1,0 +1,69 @@
+// Command courier is Courier's one binary: the service (`courier serve`)
+// and the command line agents use to read and answer their mail (list,
+// read, claim, done, fail, send, thread, context).
+//
+// Invoked as `monoco` (a symlink or a copy so named), it also answers
+// `monoco courier ...` and `monoco mailbox ...`, so agents written against
+// the upstream documentation work unchanged.
+//
+// Exit codes: 0 ok; 1 not found; 2 claim conflict; 3 service needed but not
+// running; 4 timeout; 64 usage; 65 invalid input (a draft, a file); 66 a
+// file that cannot be read; 69 a service Courier needs is unavailable; 70
+// internal error; 73 cannot create; 74 I/O error; 78 bad configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	name := strings.TrimSuffix(filepath.Base(args[0]), ".exe")
+	rest := args[1:]
+	if name == "monoco" {
+		if len(rest) == 0 || (rest[0] != "courier" && rest[0] != "mailbox") {
+			if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help") {
+				fmt.Fprintln(stdout, "usage: monoco courier|mailbox COMMAND ... (see `monoco mailbox --help`)")
+				return 0
+			}
+			fmt.Fprintln(stderr, "monoco: this binary is Courier; use `monoco courier ...` or `monoco mailbox ...`")
+			return exitUsage
+		}
+		name = "monoco " + rest[0]
+		rest = rest[1:]
+	} else if len(rest) > 0 && (rest[0] == "mailbox" || rest[0] == "courier") {
+		// `courier mailbox list` reads like the upstream docs too.
+		rest = rest[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := app.rootCommand(name)
+	root.SetArgs(rest)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	app.close()
+	if err == nil {
+		return app.exitCode
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.silent {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", filepath.Base(args[0]), strings.TrimSpace(err.Error()))
+	return exitCode(err)
+}

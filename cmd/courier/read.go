@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+func (a *app) readCommand() *cobra.Command {
+	var raw, content bool
+	var format string
+	c := &cobra.Command{
+		Use:   "read ID... | read -",
+		Short: "Show a message or draft (ids from standard input with -)",
+		Example: `  courier read lark_om_abc123
+  courier read lark_om_abc123 --content
+  courier list --format id | head -1 | courier read -`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, []string{"text", "json"}); err != nil {
+				return err
+			}
+			if raw && content {
+				return usageError("--raw and --content do not go together")
+			}
+			ids, err := a.ids(args)
+			if err != nil {
+				return err
+			}
+			mb, err := a.mailbox()
+			if err != nil {
+				return err
+			}
+			var first error
+			for i, id := range ids {
+				data, e, err := mb.ReadFile(cmd.Context(), id)
+				if err != nil {
+					fmt.Fprintf(a.stderr, "courier: %v\n", err)
+					if first == nil {
+						first = err
+					}
+					continue
+				}
+				if i > 0 && format == "text" && !raw {
+					fmt.Fprintln(a.stdout)
+				}
+				if err := a.printMessage(data, e, raw, content, format); err != nil {
+					return err
+				}
+			}
+			if first != nil {
+				return &exitError{code: exitCode(first), silent: true}
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&raw, "raw", false, "print the file as it is on disk")
+	fl.BoolVar(&content, "content", false, "print only the body (no front matter)")
+	fl.StringVar(&format, "format", "text", "text or json")
+	return c
+}
+
+func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, format string) error {
+	if raw {
+		_, err := a.stdout.Write(data)
+		return err
+	}
+	var msg *schema.Message
+	var draft *schema.Draft
+	var err error
+	if e.Direction == schema.Inbound {
+		msg, err = schema.Decode(data)
+	} else {
+		draft, _, err = schema.DecodeDraft(data)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	if content {
+		body := ""
+		if msg != nil {
+			body = msg.Body
+		} else {
+			body = draft.Body
+			if body == "" {
+				body = draft.Text()
+			}
+		}
+		_, err := io.WriteString(a.stdout, body)
+		return err
+	}
+	if format == "json" {
+		var v any = struct {
+			*mailbox.Entry
+			Message *schema.Message `json:"message,omitempty"`
+			Draft   *schema.Draft   `json:"draft,omitempty"`
+		}{e, msg, draft}
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	var b bytes.Buffer
+	if msg != nil {
+		writeMessage(&b, e, msg)
+	} else {
+		writeDraft(&b, e, draft)
+	}
+	_, err = a.stdout.Write(b.Bytes())
+	return err
+}
+
+func party(p schema.Participant) string {
+	switch {
+	case p.Email != "" && p.Name != "" && p.Name != p.Email:
+		return fmt.Sprintf("%s <%s>", p.Name, p.Email)
+	case p.Email != "":
+		return p.Email
+	case p.Name != "" && p.Name != p.ID:
+		return fmt.Sprintf("%s (%s)", p.Name, p.ID)
+	}
+	return p.ID
+}
+
+func parties(ps []schema.Participant) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = party(p)
+	}
+	return strings.Join(out, ", ")
+}
+
+const rule = "────────────────────────────────────────────────────────────"
+
+func field(b *bytes.Buffer, name, value string) {
+	if value != "" {
+		fmt.Fprintf(b, "%-13s %s\n", name+":", value)
+	}
+}
+
+func when(t time.Time) string {
+	s := t.UTC().Format("2006-01-02 15:04:05 UTC")
+	if d := time.Since(t); d >= 0 && d < 7*24*time.Hour {
+		s += " (" + ago(time.Now(), t) + ")"
+	}
+	return s
+}
+
+func writeMessage(b *bytes.Buffer, e *mailbox.Entry, m *schema.Message) {
+	field(b, "Message", m.ID)
+	field(b, "Provider", string(m.Provider))
+	field(b, "Status", string(e.Status))
+	if e.ClaimedBy != "" {
+		field(b, "Claimed by", fmt.Sprintf("%s until %s", e.ClaimedBy, e.ClaimExpiresAt.UTC().Format(time.RFC3339)))
+	}
+	if e.FailReason != "" {
+		field(b, "Failed", fmt.Sprintf("%d time(s): %s", e.Failures, e.FailReason))
+	}
+	field(b, "From", party(m.Participants.From))
+	to := parties(m.Participants.To)
+	if to == "" && m.Session.Name != "" {
+		to = fmt.Sprintf("%s (%s)", m.Session.Name, m.Session.ID)
+	}
+	field(b, "To", to)
+	field(b, "Cc", parties(m.Participants.Cc))
+	if m.Provider == schema.Email {
+		field(b, "Subject", m.Session.Name)
+	} else {
+		field(b, "Session", fmt.Sprintf("%s (%s, %s)", m.Session.ID, m.Session.Type, m.Session.Name))
+	}
+	field(b, "Time", when(m.Timestamp.Time))
+	field(b, "Type", string(m.Type))
+	field(b, "Thread", string(m.Session.ThreadKey))
+	field(b, "Reply to", string(m.ReplyTo))
+	field(b, "Correlation", string(m.CorrelationID))
+	if m.ProcessedAt != nil {
+		field(b, "Processed", when(m.ProcessedAt.Time))
+	}
+	if len(m.Participants.Mentions) > 0 {
+		var ms []string
+		for _, mn := range m.Participants.Mentions {
+			ms = append(ms, fmt.Sprintf("@%s (%s)", mn.Name, mn.Target))
+		}
+		field(b, "Mentions", strings.Join(ms, ", "))
+	}
+	for i, art := range m.Artifacts {
+		label := ""
+		if i == 0 {
+			label = "Artifacts"
+		}
+		fmt.Fprintf(b, "%-13s %s (%s, %s) .monoco/dropzone/%s\n", label+":", art.Name, art.Type, size(art.Size), art.Path)
+	}
+	field(b, "File", e.Path)
+	b.WriteString(rule + "\n")
+	b.WriteString(m.Body)
+	if !strings.HasSuffix(m.Body, "\n") {
+		b.WriteString("\n")
+	}
+}
+
+func writeDraft(b *bytes.Buffer, e *mailbox.Entry, d *schema.Draft) {
+	field(b, "Draft", d.ID)
+	field(b, "Provider", string(d.Provider))
+	field(b, "Status", string(e.Status))
+	field(b, "To", strings.Join(d.To, ", "))
+	field(b, "Cc", strings.Join(d.Cc, ", "))
+	field(b, "Subject", d.Subject)
+	field(b, "Reply to", string(d.ReplyTo))
+	field(b, "Correlation", string(d.CorrelationID))
+	if d.CreatedAt != nil {
+		field(b, "Queued", when(d.CreatedAt.Time))
+	}
+	if d.Options.ScheduleAt != nil {
+		field(b, "Scheduled", when(d.Options.ScheduleAt.Time))
+	}
+	if dl := d.Delivery; dl != nil {
+		s := fmt.Sprintf("%s after %d attempt(s)", dl.Status, dl.Attempts)
+		if dl.ProviderMessageID != "" {
+			s += ", provider id " + dl.ProviderMessageID
+		}
+		if dl.Reason != "" {
+			s += ": " + dl.Reason
+		}
+		field(b, "Delivery", s)
+	}
+	for i, art := range d.Artifacts {
+		label := ""
+		if i == 0 {
+			label = "Artifacts"
+		}
+		fmt.Fprintf(b, "%-13s %s (%s) %s\n", label+":", art.Name, size(art.Size), art.ID)
+	}
+	field(b, "File", e.Path)
+	b.WriteString(rule + "\n")
+	body := d.Body
+	if strings.TrimSpace(body) == "" {
+		body = d.Text()
+	}
+	b.WriteString(body)
+	if !strings.HasSuffix(body, "\n") {
+		b.WriteString("\n")
+	}
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/mailbox"
+)
+
+// app holds what every command shares: the streams, the global flags, and
+// the workspace, config and mailbox, opened on first use.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	exitCode       int
+
+	rootFlag   string
+	configFlag string
+	agentFlag  string
+
+	cfg  *config.Config
+	root string
+	mb   *mailbox.Mailbox
+	dz   *dropzone.Store
+	log  *slog.Logger
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func (a *app) rootCommand(name string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   name,
+		Short: "Courier connects agents to email, Lark and Slack through a filesystem mailbox",
+		Long: `Courier connects agents to email, Lark and Slack through a protected
+filesystem mailbox: inbound messages are Markdown files under
+.monoco/mailbox/inbound/<provider>/, drafts are queued with ` + "`send`" + `.
+
+Exit codes: 0 ok, 1 not found, 2 claim conflict, 4 timeout, 64 usage,
+65 invalid input, 66 missing input, 70 internal error, 78 bad configuration.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVarP(&a.rootFlag, "root", "C", "", "workspace (the folder holding .monoco/); default: found upward from the current folder, or $COURIER_ROOT")
+	pf.StringVar(&a.configFlag, "config", "", "config file (default <workspace>/.monoco/config/courier.yaml, or $COURIER_CONFIG)")
+	pf.StringVar(&a.agentFlag, "agent", "", "agent identity for claims (default $COURIER_AGENT, else the user name)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	root.AddGroup(&cobra.Group{ID: "mail", Title: "Mailbox:"}, &cobra.Group{ID: "service", Title: "Service:"}, &cobra.Group{ID: "maint", Title: "Maintenance:"})
+	for _, c := range []*cobra.Command{a.listCommand(), a.readCommand(), a.sendCommand(), a.claimCommand(), a.doneCommand(),
+		a.failCommand(), a.threadCommand(), a.contextCommand()} {
+		c.GroupID = "mail"
+		root.AddCommand(c)
+	}
+	for _, c := range a.serviceCommands() {
+		c.GroupID = "service"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.initCommand(), a.validateCommand(), a.reindexCommand()} {
+		c.GroupID = "maint"
+		root.AddCommand(c)
+	}
+	root.AddCommand(a.versionCommand())
+	return root
+}
+
+// loadConfig finds the workspace and reads the config, once.
+func (a *app) loadConfig() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := a.configFlag
+	if cfgPath == "" {
+		cfgPath = os.Getenv("COURIER_CONFIG")
+	}
+	rootDir := a.rootFlag
+	if rootDir == "" {
+		rootDir = os.Getenv("COURIER_ROOT")
+	}
+	var cfg *config.Config
+	switch {
+	case cfgPath != "":
+		cfg, err = config.Load(cfgPath, false)
+		if err != nil {
+			return nil, withCode(exitConfig, err)
+		}
+		if rootDir == "" {
+			rootDir = cfg.RootDir(cwd)
+		}
+	default:
+		if rootDir == "" {
+			rootDir = findWorkspace(cwd)
+		}
+		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), true)
+		if err != nil {
+			return nil, withCode(exitConfig, err)
+		}
+	}
+	abs, err := filepath.Abs(rootDir)
+	if err != nil {
+		return nil, err
+	}
+	a.cfg, a.root = cfg, abs
+	return cfg, nil
+}
+
+// findWorkspace walks up from dir to the first folder holding .monoco/; it
+// returns dir itself when there is none (so `init` makes one there).
+func findWorkspace(dir string) string {
+	for d := dir; ; {
+		if fi, err := os.Stat(filepath.Join(d, ".monoco")); err == nil && fi.IsDir() {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// mailbox opens the workspace's mailbox.
+func (a *app) mailbox() (*mailbox.Mailbox, error) {
+	if a.mb != nil {
+		return a.mb, nil
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	mb, err := mailbox.Open(a.root, &mailbox.Options{
+		Logger:       a.logger(),
+		ClaimTimeout: cfg.Courier.Mailbox.ClaimTimeout.D(),
+		MaxFailures:  cfg.Courier.Mailbox.MaxFailures,
+	})
+	if errors.Is(err, mailbox.ErrNotInitialized) {
+		return nil, withCode(exitNoInput, fmt.Errorf("no mailbox in %s: run `courier init` there, or point --root at the workspace", a.root))
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.mb = mb
+	return mb, nil
+}
+
+// dropzone opens the workspace's dropzone.
+func (a *app) dropzone() (*dropzone.Store, error) {
+	if a.dz != nil {
+		return a.dz, nil
+	}
+	if _, err := a.mailbox(); err != nil {
+		return nil, err
+	}
+	dz, err := dropzone.Open(mailbox.Layout{Root: a.root}.Dropzone(), &dropzone.Options{MaxSize: a.cfg.Courier.Limits.MaxArtifactBytes})
+	if err != nil {
+		return nil, err
+	}
+	a.dz = dz
+	return dz, nil
+}
+
+func (a *app) logger() *slog.Logger {
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return a.log
+}
+
+func (a *app) close() {
+	if a.mb != nil {
+		a.mb.Close()
+	}
+	if a.dz != nil {
+		a.dz.Close()
+	}
+}
+
+// agent is the identity claims are made under.
+func (a *app) agent() string {
+	if a.agentFlag != "" {
+		return a.agentFlag
+	}
+	if v := os.Getenv("COURIER_AGENT"); v != "" {
+		return v
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if v := os.Getenv("USER"); v != "" {
+		return v
+	}
+	return "agent"
+}
+
+// ids returns the ids named on the command line; "-" reads more from
+// standard input, one per line (blank lines and # comments skipped).
+func (a *app) ids(args []string) ([]string, error) {
+	var out []string
+	for _, arg := range args {
+		if arg != "-" {
+			out = append(out, arg)
+			continue
+		}
+		sc := bufio.NewScanner(a.stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			// Accept the first field, so that `list --format compact` pipes too.
+			out = append(out, strings.Fields(line)[0])
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageError("no message id given")
+	}
+	return out, nil
+}

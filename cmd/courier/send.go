@@ -1,0 +1,497 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// sendFlags are send's options.
+type sendFlags struct {
+	provider, subject, text, replyTo, correlation, account, format string
+	to, cc, bcc                                                    []string
+	dryRun                                                         bool
+}
+
+func (a *app) sendCommand() *cobra.Command {
+	var f sendFlags
+	c := &cobra.Command{
+		Use:   "send [DRAFT.md | -]",
+		Short: "Validate a draft and queue it for delivery (the draft itself is left untouched)",
+		Long: `Validate a draft and queue it in outbound/<provider>/ for the service to
+deliver. Errors name the field and the line. The provider, recipients,
+correlation id, thread and (email) reply headers are resolved from the
+message answered (reply_to) when the draft does not give them.
+
+Quick mode needs no file:  courier send --provider lark --to oc_123 --text "Fixed"`,
+		Example: `  courier send reply.md
+  courier send reply.md --dry-run
+  courier send --reply-to email_3f2a9c0d1e2f3a4b5c6d --text "Thanks, on it."`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(f.format, []string{"text", "json"}); err != nil {
+				return err
+			}
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			if file == "" && f.text == "" {
+				return usageError("give a draft file, or --text for a quick message")
+			}
+			return a.send(cmd.Context(), file, f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.provider, "provider", "", "email, lark or slack (default: from the draft, the message answered, or the recipients)")
+	fl.StringSliceVar(&f.to, "to", nil, "recipients (replace the draft's)")
+	fl.StringSliceVar(&f.cc, "cc", nil, "cc recipients (email)")
+	fl.StringSliceVar(&f.bcc, "bcc", nil, "bcc recipients (email)")
+	fl.StringVar(&f.subject, "subject", "", "subject (email)")
+	fl.StringVar(&f.text, "text", "", "the message text (quick mode without a draft file)")
+	fl.StringVar(&f.replyTo, "reply-to", "", "id of the message answered")
+	fl.StringVar(&f.correlation, "correlation", "", "correlation id")
+	fl.StringVar(&f.account, "account", "", "email account to send from (default: the one the message answered came to, else the first)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and resolve, print the draft as it would be queued, queue nothing")
+	fl.StringVar(&f.format, "format", "text", "text or json")
+	return c
+}
+
+func (a *app) send(ctx context.Context, file string, f sendFlags) error {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	name := "draft"
+	var d *schema.Draft
+	var src *schema.Source
+	baseDir, _ := os.Getwd()
+	if file != "" {
+		data, err := a.readDraft(file, cfg.Courier.Limits.MaxDraftBytes)
+		if err != nil {
+			return err
+		}
+		if file != "-" {
+			name = file
+			baseDir = filepath.Dir(file)
+		}
+		d, src, err = schema.ParseDraft(data)
+		if err != nil {
+			return withFile(err, name)
+		}
+		if f.text != "" {
+			if !d.Content.IsZero() || strings.TrimSpace(d.Body) != "" {
+				return usageError("--text and a draft with content: give one")
+			}
+			d.Content.Text = schema.NullString(f.text)
+		}
+	} else {
+		if int64(len(f.text)) > cfg.Courier.Limits.MaxDraftBytes {
+			return withCode(exitDataErr, fmt.Errorf("--text is %d bytes, over the limit of %d (courier.limits.max_draft_bytes)", len(f.text), cfg.Courier.Limits.MaxDraftBytes))
+		}
+		d = &schema.Draft{Content: schema.DraftContent{Text: schema.NullString(f.text)}}
+	}
+	// Flags win over the file.
+	if f.provider != "" {
+		d.Provider = schema.Provider(f.provider)
+	}
+	if len(f.to) > 0 {
+		d.To = f.to
+	}
+	if len(f.cc) > 0 {
+		d.Cc = f.cc
+	}
+	if len(f.bcc) > 0 {
+		d.Bcc = f.bcc
+	}
+	if f.subject != "" {
+		d.Subject = f.subject
+	}
+	if f.replyTo != "" {
+		d.ReplyTo = schema.NullString(f.replyTo)
+	}
+	if f.correlation != "" {
+		d.CorrelationID = schema.NullString(f.correlation)
+	}
+	mb, err := a.mailbox()
+	if err != nil {
+		return err
+	}
+	if err := a.resolveDraft(ctx, mb, d, src, f.account); err != nil {
+		return withFile(err, name)
+	}
+	if err := d.Validate(src); err != nil {
+		return withFile(err, name)
+	}
+	if err := a.resolveArtifacts(d, src, baseDir, f.dryRun); err != nil {
+		return withFile(err, name)
+	}
+	d.Status = ""
+	d.Agent = a.agent()
+	d.CreatedAt = schema.TimePtr(time.Now())
+	d.ID = fmt.Sprintf("%s_out_%s", d.Provider, newID())
+	switch d.Provider {
+	case schema.Email:
+		d.IdempotencyKey = "<" + newID() + "@" + messageIDDomain(d) + ">"
+	case schema.Lark, schema.Slack:
+		d.IdempotencyKey = uuid.NewString()
+	}
+	if f.dryRun {
+		out, err := schema.EncodeDraft(d)
+		if err != nil {
+			return err
+		}
+		if f.format == "json" {
+			return json.NewEncoder(a.stdout).Encode(struct {
+				DryRun bool          `json:"dry_run"`
+				Draft  *schema.Draft `json:"draft"`
+			}{true, d})
+		}
+		fmt.Fprintf(a.stdout, "# dry run: %s would be queued in outbound/%s/ as:\n", d.ID, d.Provider)
+		_, err = a.stdout.Write(out)
+		return err
+	}
+	rel, err := mb.Queue(ctx, d)
+	if err != nil {
+		return err
+	}
+	if f.format == "json" {
+		return json.NewEncoder(a.stdout).Encode(map[string]any{"success": true, "id": d.ID, "provider": d.Provider, "path": rel,
+			"to": d.To, "correlation_id": d.CorrelationID, "schedule_at": d.Options.ScheduleAt})
+	}
+	fmt.Fprintf(a.stdout, "queued %s -> %s\n", d.ID, rel)
+	return nil
+}
+
+// readDraft reads a draft, refusing one over the size limit before reading
+// it whole.
+func (a *app) readDraft(file string, limit int64) ([]byte, error) {
+	var r io.Reader
+	if file == "-" {
+		r = a.stdin
+	} else {
+		fd, err := os.Open(file)
+		if err != nil {
+			return nil, withCode(exitNoInput, err)
+		}
+		defer fd.Close()
+		if fi, err := fd.Stat(); err == nil && fi.IsDir() {
+			return nil, withCode(exitNoInput, fmt.Errorf("%s is a directory, not a draft", file))
+		}
+		r = fd
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, withCode(exitIOErr, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, withCode(exitDataErr, fmt.Errorf("%s: draft is over the size limit of %d bytes (courier.limits.max_draft_bytes); attach large content as an artifact", file, limit))
+	}
+	return data, nil
+}
+
+func withFile(err error, name string) error {
+	var errs schema.Errors
+	if errors.As(err, &errs) {
+		return errs.WithFile(name)
+	}
+	return err
+}
+
+// parent is what send needs of the message answered.
+type parent struct {
+	entry *mailbox.Entry
+	msg   *schema.Message // nil when the parent is one of our drafts
+	draft *schema.Draft
+}
+
+// resolveDraft fills in what the draft leaves to Courier: provider,
+// recipients, correlation, thread, subject and reply headers.
+func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.Draft, src *schema.Source, account string) error {
+	var p *parent
+	if d.ReplyTo != "" {
+		id, ok, err := mb.Lookup(ctx, string(d.ReplyTo))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return src.Errorf("reply_to", "message %q is not in the mailbox", d.ReplyTo)
+		}
+		p = &parent{}
+		if p.msg, p.entry, err = mb.Message(ctx, id); err != nil {
+			if p.entry == nil || p.entry.Direction != schema.Outbound {
+				return err
+			}
+			if p.draft, p.entry, err = mb.Draft(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	// Provider.
+	if d.Provider == "" {
+		switch {
+		case p != nil:
+			d.Provider = p.entry.Provider
+		default:
+			d.Provider = guessProvider(d.To)
+		}
+		if d.Provider == "" {
+			return src.Errorf("provider", "cannot tell the provider: set provider (email, lark or slack)")
+		}
+	}
+	if p != nil && p.entry.Provider != d.Provider {
+		return src.Errorf("reply_to", "%s is a %s message; it cannot be answered over %s", d.ReplyTo, p.entry.Provider, d.Provider)
+	}
+	// Recipients, correlation, thread.
+	if p != nil {
+		if len(d.To) == 0 {
+			d.To = replyRecipients(d.Provider, p)
+		}
+		if d.CorrelationID == "" {
+			d.CorrelationID = schema.NullString(p.entry.CorrelationID)
+		}
+		if d.ThreadKey == "" {
+			d.ThreadKey = schema.NullString(p.entry.Session.ThreadKey)
+		}
+	}
+	if len(d.To) == 0 {
+		return src.Errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
+	}
+	if d.Provider != schema.Email {
+		return nil
+	}
+	// Email: subject, account, reply headers.
+	if account == "" && p != nil && p.msg != nil {
+		account = p.msg.Metadata.Extra.Account
+	}
+	if account == "" && p != nil && p.draft != nil && p.draft.Email != nil {
+		account = p.draft.Email.Account
+	}
+	if d.Email == nil {
+		d.Email = &schema.EmailHeaders{}
+	}
+	if acct, ok := a.cfg.Account(account); ok {
+		d.Email.Account = acct.Name
+		if len(acct.Addresses) > 0 {
+			d.Email.From = acct.Addresses[0]
+		}
+	} else if account != "" && len(a.cfg.Courier.Adapters.Email.Accounts) > 0 {
+		return src.Errorf("to", "no email account named %q in the config", account)
+	}
+	if p != nil {
+		subject, mid, refs, irt := parentHeaders(p)
+		if d.Subject == "" {
+			d.Subject = threading.ReplySubject(subject)
+		}
+		if mid != "" {
+			d.Email.InReplyTo, d.Email.References = threading.ReplyHeaders(mid, refs, irt)
+		}
+	}
+	if strings.TrimSpace(d.Subject) == "" {
+		return src.Errorf("subject", "a new email needs a subject")
+	}
+	return nil
+}
+
+// replyRecipients applies seed 003 for email (Reply-To, else From) and
+// answers IM messages in their chat or channel.
+func replyRecipients(p schema.Provider, par *parent) schema.Recipients {
+	if par.draft != nil {
+		return par.draft.To // a follow-up to our own message
+	}
+	m := par.msg
+	if p != schema.Email {
+		return schema.Recipients{m.Session.ID}
+	}
+	var replyTo []threading.Address
+	if raw, ok := m.Metadata.ProviderRaw["reply_to"].([]any); ok {
+		for _, r := range raw {
+			if s, ok := r.(string); ok {
+				if a, err := mail.ParseAddress(s); err == nil {
+					replyTo = append(replyTo, threading.Address{Name: a.Name, Email: a.Address})
+				}
+			}
+		}
+	}
+	from := []threading.Address{{Name: m.Participants.From.Name, Email: m.Participants.From.Email}}
+	var out schema.Recipients
+	for _, t := range threading.ReplyTarget(from, replyTo) {
+		if t.Email != "" {
+			out = append(out, t.Email)
+		}
+	}
+	return out
+}
+
+// parentHeaders returns the subject, Message-ID, References and
+// In-Reply-To of the message answered.
+func parentHeaders(p *parent) (subject, mid, refs, irt string) {
+	if p.draft != nil {
+		subject, mid = p.draft.Subject, p.draft.IdempotencyKey
+		if p.draft.Email != nil {
+			refs = strings.Join(p.draft.Email.References, " ")
+			irt = p.draft.Email.InReplyTo
+		}
+		return
+	}
+	raw := p.msg.Metadata.ProviderRaw
+	str := func(k string) string { s, _ := raw[k].(string); return s }
+	subject, mid, irt = str("subject"), str("message_id"), str("in_reply_to")
+	if subject == "" {
+		subject = p.msg.Session.Name
+	}
+	switch r := raw["references"].(type) {
+	case string:
+		refs = r
+	case []any:
+		parts := make([]string, 0, len(r))
+		for _, x := range r {
+			if s, ok := x.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		refs = strings.Join(parts, " ")
+	}
+	return
+}
+
+var (
+	larkIDRE  = regexp.MustCompile(`^(oc|ou|on|om)_[A-Za-z0-9_-]+$`)
+	slackIDRE = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
+)
+
+// guessProvider tells the provider from recipient ids when every one
+// agrees: addresses are email, oc_/ou_ ids Lark, C.../U... ids Slack.
+func guessProvider(to []string) schema.Provider {
+	var p schema.Provider
+	for _, r := range to {
+		var q schema.Provider
+		switch {
+		case strings.Contains(r, "@"):
+			q = schema.Email
+		case larkIDRE.MatchString(r):
+			q = schema.Lark
+		case slackIDRE.MatchString(r):
+			q = schema.Slack
+		default:
+			return ""
+		}
+		if p != "" && p != q {
+			return ""
+		}
+		p = q
+	}
+	return p
+}
+
+// resolveArtifacts copies artifacts given by local path into the dropzone
+// and checks those given by id.
+func (a *app) resolveArtifacts(d *schema.Draft, src *schema.Source, baseDir string, dryRun bool) error {
+	if len(d.Artifacts) == 0 {
+		return nil
+	}
+	dz, err := a.dropzone()
+	if err != nil {
+		return err
+	}
+	for i := range d.Artifacts {
+		art := &d.Artifacts[i]
+		p := fmt.Sprintf("artifacts[%d]", i)
+		if art.Path != "" {
+			local := art.Path
+			if !filepath.IsAbs(local) {
+				local = filepath.Join(baseDir, local)
+			}
+			fi, err := os.Stat(local)
+			if err != nil {
+				return src.Errorf(p+".path", "cannot read %s: %v", art.Path, errors.Unwrap(err))
+			}
+			if !fi.Mode().IsRegular() {
+				return src.Errorf(p+".path", "%s is not a regular file", art.Path)
+			}
+			if art.Name == "" {
+				art.Name = dropzone.SanitizeName(filepath.Base(local))
+			}
+			if max := a.cfg.Courier.Limits.MaxArtifactBytes; max > 0 && fi.Size() > max {
+				return src.Errorf(p+".path", "%s is %d bytes, over the artifact limit of %d (courier.limits.max_artifact_bytes)", art.Path, fi.Size(), max)
+			}
+			if art.MimeType == "" {
+				art.MimeType = sniffType(local, art.Name)
+			}
+			if dryRun {
+				art.Size = fi.Size()
+			} else {
+				obj, err := dz.PutFile(local)
+				if err != nil {
+					if errors.Is(err, dropzone.ErrTooLarge) {
+						return src.Errorf(p+".path", "%v", err)
+					}
+					return err
+				}
+				art.ID, art.Size, art.Path = obj.ID, obj.Size, ""
+			}
+		} else {
+			obj, err := dz.Stat(art.ID)
+			if err != nil {
+				return src.Errorf(p+".id", "%s is not in the dropzone", art.ID)
+			}
+			art.Size = obj.Size
+			if art.Name == "" {
+				art.Name = strings.TrimPrefix(art.ID, "sha256:")[:12]
+			}
+		}
+		if art.Type == "" {
+			art.Type = schema.ArtifactTypeOf(art.MimeType, art.Name)
+		}
+	}
+	return nil
+}
+
+func sniffType(path, name string) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "application/octet-stream"
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := io.ReadFull(f, buf)
+	return http.DetectContentType(buf[:n])
+}
+
+// messageIDDomain is the right-hand side of a Message-ID Courier makes: the
+// sender's domain, else this host's name.
+func messageIDDomain(d *schema.Draft) string {
+	if d.Email != nil {
+		if i := strings.LastIndexByte(d.Email.From, '@'); i >= 0 && i < len(d.Email.From)-1 {
+			return d.Email.From[i+1:]
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" && !strings.ContainsAny(h, " <>@") {
+		return h
+	}
+	return "courier.localhost"
+}
+
+// newID returns a random UUID without dashes, for ids and Message-IDs.
+func newID() string { return strings.ReplaceAll(uuid.NewString(), "-", "") }
