@@ -52,12 +52,15 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 			}
 		}
 	}()
-	for _, f := range files {
+	// Each file is created, written and fsynced by one of a bounded set of
+	// goroutines: the fsyncs overlap, and the file system commits them
+	// together.
+	if err := forEach(files, func(f *fileWrite) error {
 		if err := f.writeTemp(tmpDir); err != nil {
 			return err
 		}
-	}
-	if err := forEach(files, (*fileWrite).syncTemp); err != nil {
+		return f.syncTemp()
+	}); err != nil {
 		return err
 	}
 	dirs := map[string]bool{}

@@ -174,8 +174,7 @@ func (mb *Mailbox) Done(ctx context.Context, id, agent string) (string, error) {
 		}
 		rel = mb.Rel(filepath.Join(dir, name))
 		oldPath = s.path
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET box = ?, path = ?, processed_at = ? WHERE id = ?`,
-			string(BoxArchive), rel, now.UnixNano(), id); err != nil {
+		if err := reindexRow(ctx, tx, messageRow(m, BoxArchive, rel)); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE claims SET status = 'done', updated_at = ? WHERE id = ?`, now.UnixNano(), id)
@@ -241,7 +240,7 @@ func (mb *Mailbox) Fail(ctx context.Context, id, agent, reason string, retryable
 		}
 		res.Status, res.Path = StatusDead, mb.Rel(filepath.Join(dir, name))
 		oldPath = s.path
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET box = ?, path = ? WHERE id = ?`, string(BoxDeadletter), res.Path, id); err != nil {
+		if err := reindexRow(ctx, tx, messageRow(m, BoxDeadletter, res.Path)); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE claims SET status = 'dead', agent = '', failures = ?, reason = ?, updated_at = ? WHERE id = ?`,
@@ -269,4 +268,14 @@ func (mb *Mailbox) decodeAt(rel string) (*schema.Message, error) {
 		return nil, fmt.Errorf("mailbox: %s: %w", rel, err)
 	}
 	return m, nil
+}
+
+// reindexRow replaces a message's index row (after it moved).
+func reindexRow(ctx context.Context, tx *sql.Tx, r row) error {
+	in, err := newInserter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	return in.insert(ctx, r)
 }

@@ -17,33 +17,25 @@ import (
 
 // dbVersion is the version of the database schema below; a database of
 // another version is rebuilt from the files by Open.
-const dbVersion = 1
+const dbVersion = 3
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- The index: one row per file in the mailbox, derived from the file.
 CREATE TABLE IF NOT EXISTS messages (
-	id             TEXT PRIMARY KEY,
+	ts             INTEGER NOT NULL,
+	id             TEXT NOT NULL,
 	provider       TEXT NOT NULL,
 	direction      TEXT NOT NULL,
 	box            TEXT NOT NULL,
 	path           TEXT NOT NULL,
-	ts             INTEGER NOT NULL,
-	received_at    INTEGER,
-	processed_at   INTEGER,
-	session_id     TEXT NOT NULL DEFAULT '',
-	session_type   TEXT NOT NULL DEFAULT '',
-	session_name   TEXT NOT NULL DEFAULT '',
 	thread_key     TEXT NOT NULL DEFAULT '',
 	thread_root    TEXT NOT NULL DEFAULT '',
-	reply_to       TEXT NOT NULL DEFAULT '',
 	correlation_id TEXT NOT NULL DEFAULT '',
-	from_id        TEXT NOT NULL DEFAULT '',
-	from_name      TEXT NOT NULL DEFAULT '',
-	type           TEXT NOT NULL DEFAULT '',
-	preview        TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS messages_ts ON messages(ts, id);
+	doc            BLOB NOT NULL, -- the Entry without its state, as JSON
+	PRIMARY KEY (ts, id)
+) WITHOUT ROWID; -- clustered by time: a listing reads the table in order
+CREATE UNIQUE INDEX IF NOT EXISTS messages_id ON messages(id);
 CREATE INDEX IF NOT EXISTS messages_thread ON messages(thread_key) WHERE thread_key != '';
 CREATE INDEX IF NOT EXISTS messages_root ON messages(thread_root) WHERE thread_root != '';
 CREATE INDEX IF NOT EXISTS messages_corr ON messages(correlation_id) WHERE correlation_id != '';

@@ -1,7 +1,11 @@
 package mailbox
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -31,34 +35,39 @@ const (
 // Statuses lists every status.
 var Statuses = []Status{StatusNew, StatusClaimed, StatusFailed, StatusDone, StatusDead, StatusQueued, StatusSent}
 
-// row is one index row, derived from a file.
+// row is one index row, derived from a file: the columns queries filter
+// on, and the entry itself, stored as JSON so that listing 100,000
+// messages is one column read and a byte copy each.
 type row struct {
-	id, provider, direction, box, path          string
-	ts, receivedAt, processedAt                 int64
-	sessionID, sessionType, sessionName         string
-	threadKey, threadRoot, replyTo, correlation string
-	fromID, fromName, typ, preview              string
-	keys                                        []string
-	failure                                     *schema.Failure
+	entry   Entry // the static part: everything but status and claim
+	box     string
+	keys    []string
+	failure *schema.Failure
 }
 
 const previewRunes = 120
 
 func messageRow(m *schema.Message, box Box, rel string) row {
-	r := row{
-		id: m.ID, provider: string(m.Provider), direction: string(m.Direction), box: string(box), path: rel,
-		ts: nanos(m.Timestamp.Time), receivedAt: nanos(m.ReceivedAt.Time),
-		sessionID: m.Session.ID, sessionType: string(m.Session.Type), sessionName: m.Session.Name,
-		threadKey: string(m.Session.ThreadKey), threadRoot: string(m.ThreadRoot), replyTo: string(m.ReplyTo),
-		correlation: string(m.CorrelationID), fromID: m.Participants.From.ID, fromName: m.Participants.From.Name,
-		typ: string(m.Type), preview: m.Preview(previewRunes),
+	e := Entry{
+		ID: m.ID, Provider: m.Provider, Direction: m.Direction, Path: rel,
+		Timestamp: m.Timestamp.Time, ReceivedAt: timePtr(m.ReceivedAt.Time),
+		Session: EntrySession{ID: m.Session.ID, Type: string(m.Session.Type), Name: m.Session.Name, ThreadKey: string(m.Session.ThreadKey)},
+		From:    EntryParty{ID: m.Participants.From.ID, Name: m.Participants.From.Name},
+		Type:    string(m.Type), Preview: m.Preview(previewRunes),
+		CorrelationID: string(m.CorrelationID), ReplyTo: string(m.ReplyTo), ThreadRoot: string(m.ThreadRoot),
 	}
 	if m.ProcessedAt != nil {
-		r.processedAt = nanos(m.ProcessedAt.Time)
+		e.ProcessedAt = timePtr(m.ProcessedAt.Time)
 	}
-	r.keys = MessageKeys(m)
-	r.failure = m.Metadata.Extra.Failure
-	return r
+	return row{entry: e, box: string(box), keys: MessageKeys(m), failure: m.Metadata.Extra.Failure}
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // MessageKeys returns the dedupe keys a message file stands for besides its
@@ -102,22 +111,23 @@ func DraftKeys(d *schema.Draft) []string {
 }
 
 func draftRow(d *schema.Draft, box Box, rel string) row {
-	r := row{
-		id: d.ID, provider: string(d.Provider), direction: string(schema.Outbound), box: string(box), path: rel,
-		threadKey: string(d.ThreadKey), replyTo: string(d.ReplyTo), correlation: string(d.CorrelationID),
-		fromID: d.Agent, fromName: d.Agent, typ: string(d.EffectiveType()),
-		sessionName: d.Subject,
+	e := Entry{
+		ID: d.ID, Provider: d.Provider, Direction: schema.Outbound, Path: rel,
+		Session:       EntrySession{Name: d.Subject, ThreadKey: string(d.ThreadKey)},
+		From:          EntryParty{ID: d.Agent, Name: d.Agent},
+		Type:          string(d.EffectiveType()),
+		CorrelationID: string(d.CorrelationID), ReplyTo: string(d.ReplyTo),
 	}
 	if len(d.To) > 0 {
-		r.sessionID = d.To[0]
+		e.Session.ID = d.To[0]
 	}
 	if d.CreatedAt != nil {
-		r.ts = nanos(d.CreatedAt.Time)
-		r.receivedAt = r.ts
+		e.Timestamp = d.CreatedAt.UTC()
+		e.ReceivedAt = timePtr(d.CreatedAt.Time)
 	}
 	if d.Delivery != nil && d.Delivery.SentAt != nil {
-		r.ts = nanos(d.Delivery.SentAt.Time)
-		r.processedAt = r.ts
+		e.Timestamp = d.Delivery.SentAt.UTC()
+		e.ProcessedAt = timePtr(d.Delivery.SentAt.Time)
 	}
 	text := d.Text()
 	if text == "" && d.Content.HTML != "" {
@@ -126,14 +136,12 @@ func draftRow(d *schema.Draft, box Box, rel string) row {
 	if d.Subject != "" {
 		text = d.Subject + " — " + text
 	}
-	r.preview = schema.Preview(text, previewRunes)
-	r.keys = DraftKeys(d)
-	return r
+	e.Preview = schema.Preview(text, previewRunes)
+	return row{entry: e, box: string(box), keys: DraftKeys(d)}
 }
 
-const insertRowSQL = `INSERT OR REPLACE INTO messages (id, provider, direction, box, path, ts, received_at, processed_at,
-	session_id, session_type, session_name, thread_key, thread_root, reply_to, correlation_id, from_id, from_name, type, preview)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertRowSQL = `INSERT OR REPLACE INTO messages (id, provider, direction, box, path, ts, thread_key, thread_root, correlation_id, doc)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // inserter keeps the statements of a transaction that writes many rows.
 type inserter struct {
@@ -156,22 +164,18 @@ func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 func (in *inserter) close() { in.row.Close(); in.key.Close() }
 
 func (in *inserter) insert(ctx context.Context, r row) error {
-	var processed any
-	if r.processedAt != 0 {
-		processed = r.processedAt
-	}
-	var received any
-	if r.receivedAt != 0 {
-		received = r.receivedAt
-	}
-	_, err := in.row.ExecContext(ctx, r.id, r.provider, r.direction, r.box, r.path, r.ts, received, processed,
-		r.sessionID, r.sessionType, r.sessionName, r.threadKey, r.threadRoot, r.replyTo, r.correlation,
-		r.fromID, r.fromName, r.typ, r.preview)
+	e := &r.entry
+	doc, err := marshalJSON(e.static())
 	if err != nil {
-		return fmt.Errorf("index %s: %w", r.id, err)
+		return err
+	}
+	_, err = in.row.ExecContext(ctx, e.ID, string(e.Provider), string(e.Direction), r.box, e.Path, nanos(e.Timestamp),
+		e.Session.ThreadKey, e.ThreadRoot, e.CorrelationID, doc)
+	if err != nil {
+		return fmt.Errorf("index %s: %w", e.ID, err)
 	}
 	for _, k := range r.keys {
-		if _, err := in.key.ExecContext(ctx, k, r.id); err != nil {
+		if _, err := in.key.ExecContext(ctx, k, e.ID); err != nil {
 			return fmt.Errorf("index key %s: %w", k, err)
 		}
 	}
@@ -184,7 +188,6 @@ type Entry struct {
 	ID          string           `json:"id"`
 	Provider    schema.Provider  `json:"provider"`
 	Direction   schema.Direction `json:"direction"`
-	Status      Status           `json:"status"`
 	Path        string           `json:"path"` // relative to the workspace root
 	Timestamp   time.Time        `json:"timestamp"`
 	ReceivedAt  *time.Time       `json:"received_at"`
@@ -198,10 +201,82 @@ type Entry struct {
 	ReplyTo       string `json:"reply_to"`
 	ThreadRoot    string `json:"thread_root"`
 
+	// The state of the message, not derived from its file.
+	Status         Status     `json:"status"`
 	ClaimedBy      string     `json:"claimed_by,omitempty"`
 	ClaimExpiresAt *time.Time `json:"claim_expires_at,omitempty"`
 	Failures       int        `json:"failures,omitempty"`
 	FailReason     string     `json:"fail_reason,omitempty"`
+}
+
+// staticEntry is the part of an Entry derived from its file: the JSON
+// stored in the index.
+type staticEntry struct {
+	ID            string           `json:"id"`
+	Provider      schema.Provider  `json:"provider"`
+	Direction     schema.Direction `json:"direction"`
+	Path          string           `json:"path"`
+	Timestamp     time.Time        `json:"timestamp"`
+	ReceivedAt    *time.Time       `json:"received_at"`
+	ProcessedAt   *time.Time       `json:"processed_at"`
+	Session       EntrySession     `json:"session"`
+	From          EntryParty       `json:"from"`
+	Type          string           `json:"type"`
+	Preview       string           `json:"preview"`
+	CorrelationID string           `json:"correlation_id"`
+	ReplyTo       string           `json:"reply_to"`
+	ThreadRoot    string           `json:"thread_root"`
+}
+
+// stateEntry is the part of an Entry kept in the claims table.
+type stateEntry struct {
+	Status         Status     `json:"status"`
+	ClaimedBy      string     `json:"claimed_by,omitempty"`
+	ClaimExpiresAt *time.Time `json:"claim_expires_at,omitempty"`
+	Failures       int        `json:"failures,omitempty"`
+	FailReason     string     `json:"fail_reason,omitempty"`
+}
+
+func (e *Entry) static() *staticEntry {
+	return &staticEntry{e.ID, e.Provider, e.Direction, e.Path, e.Timestamp, e.ReceivedAt, e.ProcessedAt, e.Session, e.From,
+		e.Type, e.Preview, e.CorrelationID, e.ReplyTo, e.ThreadRoot}
+}
+
+func (e *Entry) setStatic(s *staticEntry) {
+	e.ID, e.Provider, e.Direction, e.Path, e.Timestamp, e.ReceivedAt, e.ProcessedAt = s.ID, s.Provider, s.Direction, s.Path, s.Timestamp, s.ReceivedAt, s.ProcessedAt
+	e.Session, e.From, e.Type, e.Preview, e.CorrelationID, e.ReplyTo, e.ThreadRoot = s.Session, s.From, s.Type, s.Preview, s.CorrelationID, s.ReplyTo, s.ThreadRoot
+}
+
+// MarshalJSON writes the entry as ListJSON does, byte for byte: the stored
+// static part, then the state.
+func (e *Entry) MarshalJSON() ([]byte, error) {
+	doc, err := marshalJSON(e.static())
+	if err != nil {
+		return nil, err
+	}
+	st, err := marshalJSON(&stateEntry{e.Status, e.ClaimedBy, e.ClaimExpiresAt, e.Failures, e.FailReason})
+	if err != nil {
+		return nil, err
+	}
+	return splice(nil, doc, st), nil
+}
+
+// splice joins two JSON objects into one: {a..., b...}.
+func splice(dst, a, b []byte) []byte {
+	dst = append(dst, a[:len(a)-1]...)
+	dst = append(dst, ',')
+	return append(dst, b[1:]...)
+}
+
+// marshalJSON encodes without HTML escaping and without a trailing newline.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // EntrySession is the session of an Entry.
@@ -231,7 +306,12 @@ type Filter struct {
 	// Outbound lists drafts (queued, sent, dead) instead of inbound
 	// messages.
 	Outbound bool
-	Limit    int
+	// Both lists inbound messages and outbound drafts (context, thread).
+	Both bool
+	// Thread keeps the entries of a thread: a thread key or the id of a
+	// message in it.
+	Thread string
+	Limit  int
 }
 
 // statusSQL computes an entry's status from its box and claim.
@@ -243,38 +323,21 @@ const statusSQL = `CASE
 	WHEN c.status = 'failed' THEN 'failed'
 	ELSE 'new' END`
 
-const selectEntries = `SELECT m.id, m.provider, m.direction, ` + statusSQL + `, m.path, m.ts, m.received_at, m.processed_at,
-	m.session_id, m.session_type, m.session_name, m.thread_key, m.from_id, m.from_name, m.type, m.preview,
-	m.correlation_id, m.reply_to, m.thread_root,
+const selectEntries = `SELECT m.doc, ` + statusSQL + `,
 	CASE WHEN c.status = 'claimed' AND c.expires_at > :now THEN c.agent ELSE '' END,
 	CASE WHEN c.status = 'claimed' AND c.expires_at > :now THEN c.expires_at END,
 	COALESCE(c.failures, 0), COALESCE(c.reason, '')
 	FROM messages m LEFT JOIN claims c ON c.id = m.id`
 
-func scanEntry(rows *sql.Rows, e *Entry) error {
-	var ts int64
-	var recv, proc, exp sql.NullInt64
-	var status, provider, direction string
-	err := rows.Scan(&e.ID, &provider, &direction, &status, &e.Path, &ts, &recv, &proc,
-		&e.Session.ID, &e.Session.Type, &e.Session.Name, &e.Session.ThreadKey, &e.From.ID, &e.From.Name, &e.Type, &e.Preview,
-		&e.CorrelationID, &e.ReplyTo, &e.ThreadRoot, &e.ClaimedBy, &exp, &e.Failures, &e.FailReason)
-	if err != nil {
-		return err
-	}
-	e.Provider, e.Direction, e.Status = schema.Provider(provider), schema.Direction(direction), Status(status)
-	e.Timestamp = time.Unix(0, ts).UTC()
-	e.ReceivedAt, e.ProcessedAt, e.ClaimExpiresAt = fromNanos(recv), fromNanos(proc), fromNanos(exp)
-	return nil
-}
-
-// List calls fn for each entry the filter selects, oldest first. It
-// streams: memory does not grow with the size of the mailbox.
-func (mb *Mailbox) List(ctx context.Context, f Filter, fn func(*Entry) error) error {
+// where builds the query for a filter.
+func (mb *Mailbox) where(ctx context.Context, f Filter) (string, []any) {
 	var where []string
 	args := []any{sql.Named("now", mb.now().UnixNano())}
-	if f.Outbound {
+	switch {
+	case f.Both:
+	case f.Outbound:
 		where = append(where, "m.direction = 'outbound'")
-	} else {
+	default:
 		where = append(where, "m.direction = 'inbound'")
 		if !f.All && len(f.Statuses) == 0 {
 			where = append(where, "m.box = 'inbound'")
@@ -304,11 +367,100 @@ func (mb *Mailbox) List(ctx context.Context, f Filter, fn func(*Entry) error) er
 		where = append(where, "m.correlation_id = :corr")
 		args = append(args, sql.Named("corr", f.Correlation))
 	}
-	q := selectEntries + " WHERE " + strings.Join(where, " AND ") + " ORDER BY m.ts, m.id"
+	if f.Thread != "" {
+		key, root := f.Thread, f.Thread
+		if e, err := mb.Get(ctx, f.Thread); err == nil {
+			key, root = e.Session.ThreadKey, e.ThreadRoot
+			if root == "" {
+				root = e.ID
+			}
+		}
+		// The root of an IM thread has no thread key of its own: find it
+		// through its replies' thread_root.
+		where = append(where, `((:key != '' AND m.thread_key = :key) OR m.thread_root = :root OR m.id = :root
+			OR (:key != '' AND m.id IN (SELECT thread_root FROM messages WHERE thread_key = :key AND thread_root != '')))`)
+		args = append(args, sql.Named("key", key), sql.Named("root", root))
+	}
+	q := selectEntries
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY m.ts, m.id"
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
+	return q, args
+}
+
+// scanState reads the state columns of a selectEntries row.
+func scanState(rows *sql.Rows, doc *[]byte, st *stateEntry) error {
+	var exp sql.NullInt64
+	var status string
+	if err := rows.Scan(doc, &status, &st.ClaimedBy, &exp, &st.Failures, &st.FailReason); err != nil {
+		return err
+	}
+	st.Status = Status(status)
+	st.ClaimExpiresAt = fromNanos(exp)
+	return nil
+}
+
+// List calls fn for each entry the filter selects, oldest first. It
+// streams: memory does not grow with the size of the mailbox.
+func (mb *Mailbox) List(ctx context.Context, f Filter, fn func(*Entry) error) error {
+	q, args := mb.where(ctx, f)
 	return mb.query(ctx, q, args, fn)
+}
+
+// ListJSON writes the entries the filter selects to w as a JSON array, one
+// entry per line, oldest first; each entry is what Entry.MarshalJSON
+// writes. It is List for `--format json`, without decoding anything.
+func (mb *Mailbox) ListJSON(ctx context.Context, f Filter, w io.Writer) (int, error) {
+	q, args := mb.where(ctx, f)
+	rows, err := mb.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, dbError(err)
+	}
+	defer rows.Close()
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var doc, line []byte
+	var st stateEntry
+	n := 0
+	for rows.Next() {
+		st = stateEntry{}
+		if err := scanState(rows, &doc, &st); err != nil {
+			return n, err
+		}
+		state, err := marshalState(&st)
+		if err != nil {
+			return n, err
+		}
+		if n == 0 {
+			bw.WriteString("[\n")
+		} else {
+			bw.WriteString(",\n")
+		}
+		line = splice(line[:0], doc, state)
+		bw.Write(line)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, dbError(err)
+	}
+	if n == 0 {
+		bw.WriteString("[]\n")
+	} else {
+		bw.WriteString("\n]\n")
+	}
+	return n, bw.Flush()
+}
+
+// marshalState is marshalJSON of a stateEntry, by hand for the common case
+// of no claim (the listing's hot path).
+func marshalState(st *stateEntry) ([]byte, error) {
+	if st.ClaimedBy == "" && st.ClaimExpiresAt == nil && st.Failures == 0 && st.FailReason == "" {
+		return []byte(`{"status":"` + string(st.Status) + `"}`), nil
+	}
+	return marshalJSON(st)
 }
 
 func (mb *Mailbox) query(ctx context.Context, q string, args []any, fn func(*Entry) error) error {
@@ -317,13 +469,19 @@ func (mb *Mailbox) query(ctx context.Context, q string, args []any, fn func(*Ent
 		return dbError(err)
 	}
 	defer rows.Close()
-	var e Entry
+	var doc []byte
 	for rows.Next() {
-		e = Entry{}
-		if err := scanEntry(rows, &e); err != nil {
+		var st stateEntry
+		if err := scanState(rows, &doc, &st); err != nil {
 			return err
 		}
-		if err := fn(&e); err != nil {
+		var s staticEntry
+		if err := json.Unmarshal(doc, &s); err != nil {
+			return fmt.Errorf("mailbox: index row: %w (run `courier reindex`)", err)
+		}
+		e := &Entry{Status: st.Status, ClaimedBy: st.ClaimedBy, ClaimExpiresAt: st.ClaimExpiresAt, Failures: st.Failures, FailReason: st.FailReason}
+		e.setStatic(&s)
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
@@ -345,7 +503,7 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 func (mb *Mailbox) Get(ctx context.Context, id string) (*Entry, error) {
 	var out *Entry
 	err := mb.query(ctx, selectEntries+" WHERE m.id = :id", []any{sql.Named("now", mb.now().UnixNano()), sql.Named("id", id)},
-		func(e *Entry) error { c := *e; out = &c; return nil })
+		func(e *Entry) error { out = e; return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -358,28 +516,13 @@ func (mb *Mailbox) Get(ctx context.Context, id string) (*Entry, error) {
 // Thread calls fn for every message and draft of a thread, oldest first.
 // key is a session.thread_key, or the id of any message of the thread.
 func (mb *Mailbox) Thread(ctx context.Context, key string, fn func(*Entry) error) error {
-	threadKey, root := key, key
-	if e, err := mb.Get(ctx, key); err == nil {
-		threadKey = e.Session.ThreadKey
-		root = e.ThreadRoot
-		if root == "" {
-			root = e.ID
-		}
-	}
-	args := []any{sql.Named("now", mb.now().UnixNano()), sql.Named("key", threadKey), sql.Named("root", root)}
-	// The root of an IM thread has no thread key of its own: find it
-	// through its replies' thread_root.
-	q := selectEntries + ` WHERE (:key != '' AND m.thread_key = :key) OR m.thread_root = :root OR m.id = :root
-		OR (:key != '' AND m.id IN (SELECT thread_root FROM messages WHERE thread_key = :key AND thread_root != ''))
-		ORDER BY m.ts, m.id`
-	return mb.query(ctx, q, args, fn)
+	return mb.List(ctx, Filter{Both: true, Thread: key}, fn)
 }
 
 // Context calls fn for every message and draft, in any box, that carries a
 // correlation id, oldest first.
 func (mb *Mailbox) Context(ctx context.Context, correlation string, fn func(*Entry) error) error {
-	args := []any{sql.Named("now", mb.now().UnixNano()), sql.Named("corr", correlation)}
-	return mb.query(ctx, selectEntries+` WHERE m.correlation_id = :corr ORDER BY m.ts, m.id`, args, fn)
+	return mb.List(ctx, Filter{Both: true, Correlation: correlation}, fn)
 }
 
 // Seen reports whether the mailbox holds a message of this id, or a file

@@ -90,6 +90,11 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 	if fresh || v != strconv.Itoa(dbVersion) {
 		if !fresh {
 			mb.log.Warn("state database is from another version; rebuilding the index from the files", "version", v)
+			// The derived tables are rebuilt; claims and checkpoints stay.
+			if _, err := db.Exec(`DROP TABLE IF EXISTS messages; DROP TABLE IF EXISTS keys;` + ddl); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("mailbox: migrate state database: %w", dbError(err))
+			}
 		}
 		if _, err := mb.Reindex(context.Background()); err != nil {
 			db.Close()

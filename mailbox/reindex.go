@@ -105,26 +105,41 @@ type parsed struct {
 	err error
 }
 
-// parseFiles decodes files in parallel, in their order.
-func (mb *Mailbox) parseFiles(files []found) []parsed {
-	out := make([]parsed, len(files))
+// parseFiles decodes files in parallel and sends each result on the
+// returned channel (in no particular order), so that memory stays bounded
+// whatever the number of files.
+func (mb *Mailbox) parseFiles(ctx context.Context, files []found) <-chan parsed {
+	out := make(chan parsed, 256)
+	next := make(chan found, 256)
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
-	next := make(chan int, 256)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				out[i] = mb.parseFile(files[i])
+			for f := range next {
+				select {
+				case out <- mb.parseFile(f):
+				case <-ctx.Done():
+					return
+				}
 			}
 		}()
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	go func() {
+		defer close(next)
+		for _, f := range files {
+			select {
+			case next <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
 	return out
 }
 
@@ -133,21 +148,15 @@ func (mb *Mailbox) parseFile(f found) parsed {
 	if err != nil {
 		return parsed{f: f, err: err}
 	}
-	if schema.DetectKind(b) == schema.KindMessage {
-		m, err := schema.Decode(b)
-		if err != nil {
-			return parsed{f: f, err: err}
-		}
-		if m.ID != f.id {
-			return parsed{f: f, err: fmt.Errorf("id %s does not match the file name", m.ID)}
-		}
-		return parsed{f: f, row: messageRow(m, f.box, f.rel)}
-	}
-	d, _, err := schema.DecodeDraft(b)
-	if err != nil {
+	m, d, err := schema.DecodeFile(b)
+	switch {
+	case err != nil:
 		return parsed{f: f, err: err}
-	}
-	if d.ID != f.id {
+	case m != nil && m.ID != f.id:
+		return parsed{f: f, err: fmt.Errorf("id %s does not match the file name", m.ID)}
+	case m != nil:
+		return parsed{f: f, row: messageRow(m, f.box, f.rel)}
+	case d.ID != f.id:
 		return parsed{f: f, err: fmt.Errorf("draft id %q does not match the file name", d.ID)}
 	}
 	return parsed{f: f, row: draftRow(d, f.box, f.rel)}
@@ -219,7 +228,6 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].rel < todo[j].rel })
-	results := mb.parseFiles(todo)
 
 	var gone []string
 	if !full {
@@ -251,7 +259,9 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			return err
 		}
 		defer in.close()
-		for _, p := range results {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for p := range mb.parseFiles(pctx, todo) {
 			if p.err != nil {
 				st.Invalid = append(st.Invalid, p.f.rel+": "+strings.ReplaceAll(p.err.Error(), "\n", "; "))
 				continue
@@ -262,7 +272,7 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
 				// The file records why it was set aside.
 				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
-					VALUES (?, 'dead', '', ?, ?, ?)`, p.row.id, f.Attempts, f.Reason, nanos(f.FailedAt.Time)); err != nil {
+					VALUES (?, 'dead', '', ?, ?, ?)`, p.row.entry.ID, f.Attempts, f.Reason, nanos(f.FailedAt.Time)); err != nil {
 					return err
 				}
 			}

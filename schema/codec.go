@@ -24,12 +24,43 @@ func DetectKind(data []byte) Kind {
 	if errs != nil {
 		return KindUnknown
 	}
-	for i := 0; i+1 < len(doc.root.Content); i += 2 {
-		if doc.root.Content[i].Value == "direction" && doc.root.Content[i+1].Value == string(Inbound) {
-			return KindMessage
-		}
+	if doc.isMessage() {
+		return KindMessage
 	}
 	return KindDraft
+}
+
+// DecodeFile parses a mailbox file once and decodes it as what it is: a
+// message (it says direction: inbound) or a draft. Exactly one of the
+// results is non-nil when err is nil.
+func DecodeFile(data []byte) (*Message, *Draft, error) {
+	doc, errs := parseDocument(data)
+	if errs != nil {
+		return nil, nil, errs
+	}
+	if doc.isMessage() {
+		m, err := decodeMessage(doc)
+		return m, nil, err
+	}
+	var d Draft
+	errs = doc.decodeInto(&d)
+	d.Body = doc.body
+	if len(errs) > 0 {
+		return nil, nil, dedupe(errs).sorted()
+	}
+	if err := d.Validate(&Source{lines: doc.lines}); err != nil {
+		return nil, nil, err
+	}
+	return nil, &d, nil
+}
+
+func (d *document) isMessage() bool {
+	for i := 0; i+1 < len(d.root.Content); i += 2 {
+		if d.root.Content[i].Value == "direction" && d.root.Content[i+1].Value == string(Inbound) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decode parses and validates an inbound message file. The error, if any,
@@ -39,8 +70,12 @@ func Decode(data []byte) (*Message, error) {
 	if errs != nil {
 		return nil, errs
 	}
+	return decodeMessage(doc)
+}
+
+func decodeMessage(doc *document) (*Message, error) {
 	var m Message
-	errs = doc.decodeInto(&m)
+	errs := doc.decodeInto(&m)
 	m.Body = doc.body
 	errs = append(errs, m.validate(doc.lines)...)
 	if len(errs) > 0 {

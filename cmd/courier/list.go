@@ -58,6 +58,9 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 	case "table":
 		_, err := fmt.Fprintf(ew.tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Provider, cell(e.From.Name, 24), e.Status,
 			ago(ew.now, e.Timestamp), cell(e.Preview, 50))
+		if ew.n%1000 == 0 {
+			err = ew.tw.Flush() // keep memory flat on long listings
+		}
 		return err
 	case "json":
 		ew.buf.Reset()
@@ -197,6 +200,10 @@ func (a *app) listCommand() *cobra.Command {
 			}
 			mb, err := a.mailbox()
 			if err != nil {
+				return err
+			}
+			if format == "json" {
+				_, err := mb.ListJSON(cmd.Context(), f, a.stdout)
 				return err
 			}
 			ew := newEntryWriter(a.stdout, format)

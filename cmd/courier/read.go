@@ -99,14 +99,25 @@ func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, for
 		return err
 	}
 	if format == "json" {
-		var v any = struct {
-			*mailbox.Entry
+		// The entry as list prints it, with the file's content added.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		head := bytes.TrimSuffix(bytes.Clone(buf.Bytes()), []byte("\n"))
+		buf.Reset()
+		if err := enc.Encode(struct {
 			Message *schema.Message `json:"message,omitempty"`
 			Draft   *schema.Draft   `json:"draft,omitempty"`
-		}{e, msg, draft}
-		enc := json.NewEncoder(a.stdout)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(v)
+		}{msg, draft}); err != nil {
+			return err
+		}
+		out := append(head[:len(head)-1], ',')
+		out = append(out, buf.Bytes()[1:]...)
+		_, err = a.stdout.Write(out)
+		return err
 	}
 	var b bytes.Buffer
 	if msg != nil {
