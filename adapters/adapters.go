@@ -20,6 +20,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/monoco/courier/schema"
@@ -158,4 +159,115 @@ func RetryAfter(err error) (time.Duration, bool) {
 		return de.retryAfter, true
 	}
 	return 0, false
+}
+
+// Starter is implemented by parts that must do something before the service
+// counts as started (connect, check credentials); the service starts them in
+// order and rolls back when one fails.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
+// Stopper is implemented by parts that release something at shutdown.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
+// Health statuses, as upstream's /health names them.
+const (
+	StatusConnected  = "connected"
+	StatusConnecting = "connecting"
+	StatusError      = "error"
+	StatusDisabled   = "disabled"
+)
+
+// Health is what an adapter reports about itself on /health.
+type Health struct {
+	Status      string     `json:"status"`
+	LastEvent   *time.Time `json:"last_event,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	Detail      string     `json:"detail,omitempty"`
+}
+
+// HealthReporter is implemented by adapters that report their health.
+type HealthReporter interface {
+	Health() Health
+}
+
+// HealthTracker keeps an adapter's health; adapters embed one. It is safe
+// for concurrent use. The zero value reports "connecting".
+type HealthTracker struct {
+	mu sync.Mutex
+	h  Health
+}
+
+// Health returns the current health.
+func (t *HealthTracker) Health() Health {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.h
+	if h.Status == "" {
+		h.Status = StatusConnecting
+	}
+	return h
+}
+
+// Set sets the status and detail.
+func (t *HealthTracker) Set(status, detail string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.h.Status, t.h.Detail = status, detail
+}
+
+// Event records that something arrived or was sent now.
+func (t *HealthTracker) Event() {
+	now := time.Now().UTC()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.h.LastEvent = &now
+}
+
+// Error records an error (its text must hold no secret) and sets the
+// status to error.
+func (t *HealthTracker) Error(err error) {
+	if err == nil {
+		return
+	}
+	now := time.Now().UTC()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.h.Status, t.h.LastError, t.h.LastErrorAt = StatusError, err.Error(), &now
+}
+
+// PartialError reports a send that reached some recipients and must be
+// tried again for the others (an SMTP 4xx on some RCPT TO). The engine
+// records Accepted and passes them to the next attempt through the context
+// (see Accepted), so that nobody gets the message twice.
+type PartialError struct {
+	Accepted []schema.RecipientResult // the recipients that have it now
+	Err      error                    // why the rest did not: Temporary or Permanent
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the classified error.
+func (e *PartialError) Unwrap() error { return e.Err }
+
+type acceptedKey struct{}
+
+// WithAccepted returns a context carrying the recipients earlier attempts
+// reached.
+func WithAccepted(ctx context.Context, accepted []schema.RecipientResult) context.Context {
+	if len(accepted) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, acceptedKey{}, accepted)
+}
+
+// Accepted returns the recipients earlier attempts of this send reached; a
+// Sender leaves them out this time.
+func Accepted(ctx context.Context) []schema.RecipientResult {
+	a, _ := ctx.Value(acceptedKey{}).([]schema.RecipientResult)
+	return a
 }

@@ -60,7 +60,15 @@ type Options struct {
 	Self map[schema.Provider][]string
 	// BatchSize caps the messages written in one round (default 512).
 	BatchSize int
-	Now       func() time.Time
+	// Observer is told of each write round (metrics). It must not block.
+	Observer Observer
+	Now      func() time.Time
+}
+
+// Observer receives the outcome of each write round.
+type Observer interface {
+	// Written reports n messages of provider p made durable in d.
+	Written(p schema.Provider, n int, d time.Duration)
 }
 
 // Stats are counters per provider.
@@ -478,12 +486,20 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 	if err != nil {
 		return err
 	}
+	perProvider := map[schema.Provider]int{}
 	for i, in := range direct {
 		c := p.counter(in.Message.Provider)
 		if written[i] {
 			c.written.Add(1)
+			perProvider[in.Message.Provider]++
 		} else {
 			c.duplicates.Add(1)
+		}
+	}
+	if p.opts.Observer != nil {
+		d := time.Since(start)
+		for pr, n := range perProvider {
+			p.opts.Observer.Written(pr, n, d)
 		}
 	}
 	for _, name := range flushed {

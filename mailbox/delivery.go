@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -127,6 +128,38 @@ func (mb *Mailbox) ClaimDelivery(ctx context.Context, id, owner string, now time
 		return err
 	})
 	return attempts, ok, err
+}
+
+// Accepted returns the recipients earlier attempts of a draft reached.
+func (mb *Mailbox) Accepted(ctx context.Context, id string) ([]schema.RecipientResult, error) {
+	var s string
+	err := mb.db.QueryRowContext(ctx, `SELECT accepted FROM deliveries WHERE id = ?`, id).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && s == "") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	var out []schema.RecipientResult
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("mailbox: delivery %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// AddAccepted records recipients an attempt reached, so that the next
+// attempt leaves them out.
+func (mb *Mailbox) AddAccepted(ctx context.Context, id string, more []schema.RecipientResult) error {
+	prev, err := mb.Accepted(ctx, id)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(append(prev, more...))
+	if err != nil {
+		return err
+	}
+	_, err = mb.db.ExecContext(ctx, `UPDATE deliveries SET accepted = ? WHERE id = ?`, string(b), id)
+	return dbError(err)
 }
 
 // RetryDelivery releases a claimed draft to be tried again at next.

@@ -90,8 +90,9 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 	if fresh || v != strconv.Itoa(dbVersion) {
 		if !fresh {
 			mb.log.Warn("state database is from another version; rebuilding the index from the files", "version", v)
-			// The derived tables are rebuilt; claims and checkpoints stay.
-			if _, err := db.Exec(`DROP TABLE IF EXISTS messages; DROP TABLE IF EXISTS keys;` + ddl); err != nil {
+			// The derived tables are rebuilt and delivery attempts start
+			// over; claims and checkpoints stay.
+			if _, err := db.Exec(`DROP TABLE IF EXISTS messages; DROP TABLE IF EXISTS keys; DROP TABLE IF EXISTS deliveries;` + ddl); err != nil {
 				db.Close()
 				return nil, fmt.Errorf("mailbox: migrate state database: %w", dbError(err))
 			}
@@ -187,6 +188,24 @@ func (mb *Mailbox) saveCheckpoints(ctx context.Context, tx *sql.Tx, cps []Checkp
 			ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, c.Key, c.Value, now); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Ping checks that the state database answers.
+func (mb *Mailbox) Ping(ctx context.Context) error {
+	var one int
+	return dbError(mb.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
+}
+
+// Check runs SQLite's quick integrity check on the state database.
+func (mb *Mailbox) Check(ctx context.Context) error {
+	var res string
+	if err := mb.db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&res); err != nil {
+		return dbError(err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("mailbox: state database is damaged: %s (run `courier reindex` after moving it away)", res)
 	}
 	return nil
 }

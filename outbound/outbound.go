@@ -468,11 +468,25 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		e.retry(ctx, log, due, attempts-1, nil, fmt.Errorf("provider %s is not enabled", d.Provider))
 		return
 	}
-	sctx, cancel := context.WithTimeout(e.sendCtx, e.opts.SendTimeout)
+	accepted, err := e.mb.Accepted(ctx, d.ID)
+	if err != nil {
+		e.retry(ctx, log, due, attempts, nil, err)
+		return
+	}
+	sctx, cancel := context.WithTimeout(adapters.WithAccepted(e.sendCtx, accepted), e.opts.SendTimeout)
 	start := e.opts.Now()
 	rcpt, err := sender.Send(sctx, d)
 	cancel()
+	var pe *adapters.PartialError
+	if errors.As(err, &pe) && len(pe.Accepted) > 0 {
+		if aerr := e.mb.AddAccepted(ctx, d.ID, pe.Accepted); aerr != nil {
+			log.Error("outbound: cannot record the recipients reached", "err", aerr)
+		}
+		accepted = append(accepted, pe.Accepted...)
+		log.Warn("outbound: some recipients have it; the others will be tried again", "reached", len(pe.Accepted))
+	}
 	if err != nil {
+		d.Delivery = &schema.Delivery{Recipients: accepted}
 		if adapters.IsPermanent(err) || attempts >= e.opts.MaxAttempts {
 			e.fail(ctx, log, due, d, attempts, err)
 			return
@@ -482,7 +496,7 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	}
 	now := e.opts.Now()
 	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: attempts, SentAt: schema.TimePtr(now),
-		ProviderMessageID: rcpt.ProviderMessageID, Recipients: rcpt.Recipients}
+		ProviderMessageID: rcpt.ProviderMessageID, Recipients: append(accepted, rcpt.Recipients...)}
 	rel, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxArchive)
 	if err != nil {
 		// Accepted but not filed: a restart finds it queued and sends it
@@ -531,7 +545,11 @@ func (e *Engine) fail(ctx context.Context, log *slog.Logger, due mailbox.Due, d 
 	if !adapters.IsPermanent(cause) && attempts >= e.opts.MaxAttempts {
 		reason = fmt.Sprintf("gave up after %d attempts: %s", attempts, reason)
 	}
-	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: attempts, FailedAt: schema.TimePtr(e.opts.Now()), Reason: reason}
+	var reached []schema.RecipientResult
+	if d.Delivery != nil {
+		reached = d.Delivery.Recipients
+	}
+	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: attempts, FailedAt: schema.TimePtr(e.opts.Now()), Reason: reason, Recipients: reached}
 	rel, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxDeadletter)
 	if err != nil {
 		log.Error("outbound: cannot set the draft aside", "err", err)
