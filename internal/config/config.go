@@ -412,17 +412,28 @@ func usernameOfSMTP(s *SMTP) string {
 	return s.Username
 }
 
-// Load reads the config at path. A missing file at the default path is not
-// an error when allowMissing: the embedded default is returned.
-func Load(path string, allowMissing bool) (*Config, error) {
+// LoadOptions say how to read a config.
+type LoadOptions struct {
+	// AllowMissing returns the embedded default when there is no file.
+	AllowMissing bool
+	// Secrets resolves secrets: ${NAME} in them and their *_file forms.
+	// Only the service needs them; the mailbox commands agents run must
+	// work without the service's environment or credentials (a password
+	// in ${CREDENTIALS_DIRECTORY} exists only inside the systemd unit), so
+	// without Secrets, secrets are left empty and not checked.
+	Secrets bool
+}
+
+// Load reads the config at path.
+func Load(path string, opts LoadOptions) (*Config, error) {
 	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && allowMissing {
+	if errors.Is(err, os.ErrNotExist) && opts.AllowMissing {
 		return Default(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := Parse(data, filepath.Dir(path))
+	c, err := parse(data, filepath.Dir(path), opts.Secrets)
 	if err != nil {
 		var errs schema.Errors
 		if errors.As(err, &errs) {
@@ -434,13 +445,16 @@ func Load(path string, allowMissing bool) (*Config, error) {
 	return c, nil
 }
 
-// Parse reads a config from data; relative *_file paths are relative to dir.
-func Parse(data []byte, dir string) (*Config, error) {
+// Parse reads a config from data, secrets resolved; relative *_file paths
+// are relative to dir.
+func Parse(data []byte, dir string) (*Config, error) { return parse(data, dir, true) }
+
+func parse(data []byte, dir string, secrets bool) (*Config, error) {
 	root, err := schema.YAMLNode(data)
 	if err != nil {
 		return nil, err
 	}
-	if errs := expandEnv(root, ""); len(errs) > 0 {
+	if errs := expandEnv(root, "", secrets); len(errs) > 0 {
 		return nil, errs
 	}
 	c := &Config{}
@@ -448,18 +462,30 @@ func Parse(data []byte, dir string) (*Config, error) {
 		return nil, err
 	}
 	lines := lineFinder(root)
-	if errs := c.resolve(dir, lines); len(errs) > 0 {
+	if errs := c.resolve(dir, lines, secrets); len(errs) > 0 {
 		return nil, errs
 	}
 	c.applyDefaults()
-	if errs := c.validate(lines); len(errs) > 0 {
+	if errs := c.validate(lines, secrets); len(errs) > 0 {
 		return nil, errs
 	}
 	return c, nil
 }
 
-// expandEnv replaces ${NAME} in every scalar value.
-func expandEnv(n *yaml.Node, path string) schema.Errors {
+// secretKey reports whether a config key holds a secret or names one.
+func secretKey(path string) bool {
+	k := path[strings.LastIndexByte(path, '.')+1:]
+	k = strings.TrimSuffix(k, "_file")
+	switch k {
+	case "password", "app_secret", "verification_token", "encrypt_key", "bot_token", "app_token", "signing_secret":
+		return true
+	}
+	return false
+}
+
+// expandEnv replaces ${NAME} in every scalar value. Without secrets, the
+// values of secret keys are emptied instead.
+func expandEnv(n *yaml.Node, path string, secrets bool) schema.Errors {
 	var errs schema.Errors
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -468,13 +494,17 @@ func expandEnv(n *yaml.Node, path string) schema.Errors {
 			if path != "" {
 				p = path + "." + p
 			}
-			errs = append(errs, expandEnv(n.Content[i+1], p)...)
+			errs = append(errs, expandEnv(n.Content[i+1], p, secrets)...)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			errs = append(errs, expandEnv(c, fmt.Sprintf("%s[%d]", path, i))...)
+			errs = append(errs, expandEnv(c, fmt.Sprintf("%s[%d]", path, i), secrets)...)
 		}
 	case yaml.ScalarNode:
+		if !secrets && secretKey(path) {
+			n.Value, n.Tag, n.Style = "", "!!str", 0
+			return nil
+		}
 		if !strings.Contains(n.Value, "${") {
 			return nil
 		}
@@ -579,10 +609,10 @@ func lineFinder(root *yaml.Node) func(path string) int {
 
 // resolve reads *_file secrets and turns the flat email keys into an
 // account.
-func (c *Config) resolve(dir string, line func(string) int) schema.Errors {
+func (c *Config) resolve(dir string, line func(string) int, secrets bool) schema.Errors {
 	var errs schema.Errors
 	read := func(path string, secret *Secret, file string) {
-		if file == "" {
+		if file == "" || !secrets {
 			return
 		}
 		if *secret != "" {
@@ -660,7 +690,7 @@ func pathError(err error) string {
 }
 
 // validate checks values.
-func (c *Config) validate(line func(string) int) schema.Errors {
+func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
 	var errs schema.Errors
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, &schema.FieldError{Line: line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -754,6 +784,9 @@ func (c *Config) validate(line func(string) int) schema.Errors {
 		}
 	}
 	l := &cc.Adapters.Lark
+	if !secrets {
+		return errs // what follows checks that secrets are there
+	}
 	if l.Enabled {
 		if l.AppID == "" {
 			bad("courier.adapters.lark.app_id", "required when lark is enabled")

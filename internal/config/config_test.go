@@ -168,26 +168,65 @@ func TestErrors(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	c, err := config.Load(filepath.Join(dir, "missing.yaml"), true)
+	c, err := config.Load(filepath.Join(dir, "missing.yaml"), config.LoadOptions{AllowMissing: true})
 	if err != nil || c.Courier.Adapters.Email.Receiver.SMTP != "127.0.0.1:2525" {
 		t.Errorf("missing default config: %+v, %v", c, err)
 	}
-	if _, err := config.Load(filepath.Join(dir, "missing.yaml"), false); err == nil {
+	if _, err := config.Load(filepath.Join(dir, "missing.yaml"), config.LoadOptions{}); err == nil {
 		t.Error("a missing --config file must be an error")
 	}
 	p := filepath.Join(dir, ".monoco", "config", "courier.yaml")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("courier:\n  bogus: 1\n"), 0o644)
-	_, err = config.Load(p, true)
+	_, err = config.Load(p, config.LoadOptions{AllowMissing: true})
 	if err == nil || !strings.HasPrefix(err.Error(), p+":2: courier.bogus: unknown field") {
 		t.Errorf("err = %v, want it to start with %s:2: courier.bogus", err, p)
 	}
 	os.WriteFile(p, []byte("courier:\n  root: .\n"), 0o644)
-	c, err = config.Load(p, true)
+	c, err = config.Load(p, config.LoadOptions{AllowMissing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.RootDir("/elsewhere"); got != dir {
 		t.Errorf("RootDir = %s, want the workspace %s", got, dir)
+	}
+}
+
+// The mailbox commands agents run read the config without the service's
+// secrets: a password in a systemd credential, or in an environment
+// variable only the unit sets, must not break `courier list`.
+func TestLoadWithoutSecrets(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "courier.yaml")
+	os.WriteFile(p, []byte(`courier:
+  root: ${COURIER_TEST_ROOT}
+  adapters:
+    email:
+      enabled: true
+      accounts:
+        - name: work
+          imap:
+            host: imap.example.com
+            username: a@example.com
+            password_file: ${CREDENTIALS_DIRECTORY}/imap
+          smtp:
+            host: smtp.example.com
+            username: a@example.com
+            password: ${SMTP_PASSWORD_UNSET}
+    slack:
+      enabled: true
+      bot_token_file: /nonexistent/token
+      app_token: ${NOPE}
+`), 0o644)
+	t.Setenv("COURIER_TEST_ROOT", "/srv/ws")
+	c, err := config.Load(p, config.LoadOptions{})
+	if err != nil {
+		t.Fatalf("loading without secrets: %v", err)
+	}
+	if c.Courier.Root != "/srv/ws" {
+		t.Errorf("root = %q: non-secret ${ENV} must still expand", c.Courier.Root)
+	}
+	if _, err := config.Load(p, config.LoadOptions{Secrets: true}); err == nil {
+		t.Error("loading with secrets must fail on the unset variables and unreadable files")
 	}
 }
