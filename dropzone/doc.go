@@ -28,6 +28,11 @@
 // Two batches committing the same content concurrently both succeed and leave
 // one intact file.
 //
+// Between Put and Commit, [Batch.Open] reads a staged object back from its
+// temporary file (read-only), so that a caller can stream a message into the
+// batch once and then parse it from disk; after Commit it opens the object
+// at its final path.
+//
 // Temporary files left by a crash are removed by [Store.RecoverTemp], to be
 // called at start-up.
 //

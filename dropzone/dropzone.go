@@ -251,24 +251,7 @@ func (s *Store) Open(id string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := s.root.Lstat(o.Path)
-	if err != nil {
-		return nil, s.lookupErr(id, err)
-	}
-	if !before.Mode().IsRegular() {
-		return nil, fmt.Errorf("dropzone: %s: not a regular file", id)
-	}
-	f, err := s.root.Open(o.Path)
-	if err != nil {
-		return nil, s.lookupErr(id, err)
-	}
-	// What was opened must be what was checked: not a link swapped in since.
-	after, err := f.Stat()
-	if err != nil || !os.SameFile(before, after) {
-		f.Close()
-		return nil, fmt.Errorf("dropzone: %s: changed while opening", id)
-	}
-	return f, nil
+	return s.openRegular(o.Path, id)
 }
 
 // Has reports whether id is a well-formed id of a stored object.
@@ -501,6 +484,59 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 	}
 	b.items = append(b.items, it)
 	return it.obj, nil
+}
+
+// Open opens an object for reading: one put in this batch and not yet
+// committed (its temporary file), or one already stored. It lets a caller
+// stream a message into the batch once and then read it back (to parse it)
+// before anything is committed. The file is opened read-only and confined
+// like every other operation of the package; the caller closes it, and
+// should do so before Commit (Windows cannot rename a file that is open).
+//
+// An object of the batch is found between its Put and the batch's Commit or
+// Abort; after Commit it is opened at its final path, as Store.Open does. An
+// id that is neither staged here nor stored is an error wrapping
+// ErrNotFound; a malformed one wraps ErrInvalidID.
+func (b *Batch) Open(o Object) (*os.File, error) {
+	if _, err := ParseID(o.ID); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	tmp := ""
+	for _, it := range b.items {
+		if it.obj.ID == o.ID && it.tmp != "" {
+			tmp = it.tmp
+			break
+		}
+	}
+	b.mu.Unlock()
+	if tmp == "" {
+		return b.s.Open(o.ID)
+	}
+	return b.s.openRegular(tmp, o.ID)
+}
+
+// openRegular opens name read-only, refusing anything but a regular file.
+// What is opened must be what was checked: not a link swapped in since. id
+// names the object in errors.
+func (s *Store) openRegular(name, id string) (*os.File, error) {
+	before, err := s.root.Lstat(name)
+	if err != nil {
+		return nil, s.lookupErr(id, err)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+	}
+	f, err := s.root.Open(name)
+	if err != nil {
+		return nil, s.lookupErr(id, err)
+	}
+	after, err := f.Stat()
+	if err != nil || !os.SameFile(before, after) {
+		f.Close()
+		return nil, fmt.Errorf("dropzone: %s: changed while opening", id)
+	}
+	return f, nil
 }
 
 // stored reports whether a regular file of o's size is at o's final path.

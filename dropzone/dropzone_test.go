@@ -984,3 +984,118 @@ func BenchmarkPut(b *testing.B) {
 		})
 	}
 }
+
+func TestBatchOpen(t *testing.T) {
+	s, dir := open(t, nil)
+	stored, err := s.Put(strings.NewReader("stored before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	staged, err := b.Put(strings.NewReader("staged, not committed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Put(strings.NewReader("stored before")) // already stored: no temp file
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(o dropzone.Object) string {
+		t.Helper()
+		f, err := b.Open(o)
+		if err != nil {
+			t.Fatalf("Batch.Open(%s): %v", o.ID, err)
+		}
+		defer f.Close()
+		if _, err := f.Write([]byte("x")); err == nil {
+			t.Error("writing through Batch.Open succeeded")
+		}
+		data, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	if got := read(staged); got != "staged, not committed" {
+		t.Errorf("staged object reads %q", got)
+	}
+	if got := read(again); got != "stored before" {
+		t.Errorf("already stored object reads %q", got)
+	}
+	if got := read(stored); got != "stored before" {
+		t.Errorf("object stored by another batch reads %q", got)
+	}
+	if s.Has(staged.ID) {
+		t.Error("Batch.Open made the staged object visible")
+	}
+
+	// A handle opened before Commit still reads after it.
+	f, err := b.Open(staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := io.ReadAll(f); err != nil || string(data) != "staged, not committed" {
+		t.Errorf("handle opened before Commit reads %q, %v", data, err)
+	}
+	f.Close()
+	if got := read(staged); got != "staged, not committed" {
+		t.Errorf("after Commit the object reads %q", got)
+	}
+	checkNoTemp(t, dir)
+
+	if _, err := b.Open(dropzone.Object{ID: idOf([]byte("never put"))}); !errors.Is(err, dropzone.ErrNotFound) {
+		t.Errorf("Open of an unknown object: %v, want ErrNotFound", err)
+	}
+	if _, err := b.Open(dropzone.Object{ID: "sha256:../../etc/passwd"}); !errors.Is(err, dropzone.ErrInvalidID) {
+		t.Errorf("Open of a malformed id: %v, want ErrInvalidID", err)
+	}
+}
+
+func TestBatchOpenAfterAbort(t *testing.T) {
+	s, _ := open(t, nil)
+	b := s.NewBatch()
+	o, err := b.Put(strings.NewReader("discarded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Abort()
+	if _, err := b.Open(o); !errors.Is(err, dropzone.ErrNotFound) {
+		t.Errorf("Open after Abort: %v, want ErrNotFound", err)
+	}
+}
+
+func TestBatchOpenSymlinkTemp(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	s, dir := open(t, nil)
+	b := s.NewBatch()
+	defer b.Abort()
+	o, err := b.Put(strings.NewReader("staged"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replace the temp file by a link to a file outside the dropzone.
+	tmps := files(t, filepath.Join(dir, ".tmp"))
+	if len(tmps) != 1 {
+		t.Fatalf("temp files: %v", tmps)
+	}
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".tmp", tmps[0])
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := b.Open(o); err == nil {
+		f.Close()
+		t.Error("Batch.Open followed a link out of the dropzone")
+	}
+}

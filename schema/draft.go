@@ -113,7 +113,7 @@ type Delivery struct {
 	SentAt            *Time  `yaml:"sent_at,omitempty" json:"sent_at,omitempty"`
 	ProviderMessageID string `yaml:"provider_message_id,omitempty" json:"provider_message_id,omitempty"`
 	FailedAt          *Time  `yaml:"failed_at,omitempty" json:"failed_at,omitempty"`
-	Reason            string `yaml:"reason,omitempty" json:"reason,omitempty"`
+	Reason            Text   `yaml:"reason,omitempty" json:"reason,omitempty"`
 	// Recipients holds per-recipient outcomes where the provider reports
 	// them (SMTP).
 	Recipients []RecipientResult `yaml:"recipients,omitempty" json:"recipients,omitempty"`
@@ -123,7 +123,7 @@ type Delivery struct {
 type RecipientResult struct {
 	Address string `yaml:"address" json:"address"`
 	Status  string `yaml:"status" json:"status"`
-	Reply   string `yaml:"reply,omitempty" json:"reply,omitempty"`
+	Reply   Text   `yaml:"reply,omitempty" json:"reply,omitempty"`
 }
 
 // Draft is an outbound message (protocol §5.1) as an agent writes it and as

@@ -369,6 +369,62 @@ func encodeDocument(v any, body string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// risky reports whether yaml.v3 would write s in a literal block it cannot
+// read back the same: a multi-line string with a line that starts with a
+// space or a tab (a literal block takes its indentation from its first
+// line, and yaml.v3 emits tabs there that it then refuses), or that starts
+// with a newline.
+func risky(s string) bool {
+	if !strings.Contains(s, "\n") {
+		return false
+	}
+	if strings.HasPrefix(s, "\n") {
+		return true
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") {
+			return true
+		}
+	}
+	return false
+}
+
+// quotedNode is s as a double-quoted YAML string.
+func quotedNode(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}
+}
+
+// safeValue returns v with every risky string, however deep in maps and
+// lists, replaced by a double-quoted node. v is not changed.
+func safeValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		if risky(v) {
+			return quotedNode(v)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = safeValue(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = safeValue(x)
+		}
+		return out
+	}
+	return v
+}
+
+func safeMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return safeValue(m).(map[string]any)
+}
+
 // cutLine returns the first line of b (without its "\n"), the rest, and
 // whether a newline was found.
 func cutLine(b []byte) (line, rest []byte, found bool) {

@@ -119,7 +119,22 @@ func (s NullString) MarshalYAML() (any, error) {
 	if s == "" {
 		return nil, nil
 	}
+	if risky(string(s)) {
+		return quotedNode(string(s)), nil
+	}
 	return string(s), nil
+}
+
+// Text is free text that may span lines (a reason, a server's reply). It
+// is written so that it reads back the same whatever its lines hold.
+type Text string
+
+// MarshalYAML double-quotes what a literal block would not carry.
+func (t Text) MarshalYAML() (any, error) {
+	if risky(string(t)) {
+		return quotedNode(string(t)), nil
+	}
+	return string(t), nil
 }
 
 // MarshalJSON writes null for the empty string.
@@ -275,7 +290,7 @@ type Extra struct {
 	// Raw references the message as received (email: the MIME source).
 	Raw *Artifact `yaml:"raw,omitempty" json:"raw,omitempty"`
 	// ParseError says what could not be parsed; the message is still written.
-	ParseError string `yaml:"parse_error,omitempty" json:"parse_error,omitempty"`
+	ParseError Text `yaml:"parse_error,omitempty" json:"parse_error,omitempty"`
 
 	// IM.
 	MergedIDs []string `yaml:"merged_ids,omitempty" json:"merged_ids,omitempty"`
@@ -296,6 +311,15 @@ func (e Extra) IsZero() bool {
 		len(e.ExternalParticipants) == 0 && e.PersonalEligible == nil && !e.SyntheticID && e.Raw == nil &&
 		e.ParseError == "" && len(e.MergedIDs) == 0 && e.Edits == "" && e.Recalls == "" && e.EventID == "" &&
 		e.Failure == nil && len(e.Other) == 0
+}
+
+// MarshalYAML writes the known keys and then the unknown ones, their
+// strings made safe to read back.
+func (e Extra) MarshalYAML() (any, error) {
+	type plain Extra
+	p := plain(e)
+	p.Other = safeMap(e.Other)
+	return p, nil
 }
 
 // MarshalJSON includes the unknown keys alongside the known ones.
@@ -319,7 +343,7 @@ func (e Extra) MarshalJSON() ([]byte, error) {
 
 // Failure records why an agent gave up on a message.
 type Failure struct {
-	Reason    string `yaml:"reason" json:"reason"`
+	Reason    Text   `yaml:"reason" json:"reason"`
 	Agent     string `yaml:"agent,omitempty" json:"agent,omitempty"`
 	Attempts  int    `yaml:"attempts" json:"attempts"`
 	Retryable bool   `yaml:"retryable" json:"retryable"`
