@@ -1,0 +1,245 @@
+package email
+
+import (
+	"regexp"
+	"strings"
+)
+
+// mailAddress is one mailbox of an address list, decoded: Addr is the
+// addr-spec as written (may be empty when only a name was given), Name the
+// display name.
+type mailAddress struct {
+	Name, Addr string
+}
+
+// String formats the address as "Name <addr>", "addr" or "Name".
+func (a mailAddress) String() string {
+	switch {
+	case a.Name == "":
+		return a.Addr
+	case a.Addr == "":
+		return a.Name
+	}
+	return a.Name + " <" + a.Addr + ">"
+}
+
+// parseAddressList parses an address list header value leniently. It never
+// fails: group syntax ("undisclosed-recipients:;", "Team: a@x, b@y;")
+// yields the group's members; comments are dropped (a comment after a bare
+// address is its name, as in "a@x (Ann)"); an item without angle brackets
+// that holds several words takes the word with an '@' as the address and
+// the rest as the name; an item with no address at all is kept with its
+// name only. Display names are decoded by d (encoded words, 8-bit bytes),
+// inside quotes too.
+func (d *hdrDecoder) addressList(raw []byte, what string) []mailAddress {
+	var out []mailAddress
+	for _, item := range splitAddressList(string(raw)) {
+		if a, ok := d.parseAddress(item, what); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// splitAddressList splits at the commas and semicolons that are outside
+// quotes, comments and angle brackets, and drops group names ("name:").
+func splitAddressList(s string) []string {
+	var (
+		items []string
+		cur   strings.Builder
+		depth int // comment nesting
+		quote bool
+		angle bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote:
+			cur.WriteByte(c)
+			if c == '\\' && i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			} else if c == '"' {
+				quote = false
+			}
+		case depth > 0:
+			cur.WriteByte(c)
+			switch c {
+			case '\\':
+				if i+1 < len(s) {
+					i++
+					cur.WriteByte(s[i])
+				}
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		case angle:
+			cur.WriteByte(c)
+			if c == '>' {
+				angle = false
+			}
+		default:
+			switch c {
+			case '"':
+				quote = true
+				cur.WriteByte(c)
+			case '(':
+				depth = 1
+				cur.WriteByte(c)
+			case '<':
+				angle = true
+				cur.WriteByte(c)
+			case ',', ';':
+				items = append(items, cur.String())
+				cur.Reset()
+			case ':':
+				// A group name ends here, unless this is not the first
+				// thing in the item (a stray colon in an address).
+				if !strings.ContainsAny(cur.String(), "@<") {
+					cur.Reset()
+				} else {
+					cur.WriteByte(c)
+				}
+			default:
+				cur.WriteByte(c)
+			}
+		}
+	}
+	items = append(items, cur.String())
+	return items
+}
+
+// quotedLocal matches an addr-spec whose local part is a quoted string,
+// without angle brackets: "odd local"@example.com.
+var quotedLocal = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"@[^\s(<>,;]+)\s*(?:\((.*)\))?\s*$`)
+
+// parseAddress parses one mailbox; ok is false for an empty item.
+func (d *hdrDecoder) parseAddress(item, what string) (mailAddress, bool) {
+	if m := quotedLocal.FindStringSubmatch(item); m != nil {
+		addr := d.raw([]byte(m[1]), what)
+		name := d.text([]byte(m[2]), what)
+		return mailAddress{Name: name, Addr: oneLine(addr)}, true
+	}
+	var (
+		text    strings.Builder // the item without comments and angle addr
+		comment string
+		addr    string
+		hasAddr bool
+		quoted  bool
+	)
+	for i := 0; i < len(item); i++ {
+		c := item[i]
+		switch c {
+		case '"':
+			quoted = true
+			j := i + 1
+			for ; j < len(item); j++ {
+				if item[j] == '\\' && j+1 < len(item) {
+					j++
+					continue
+				}
+				if item[j] == '"' {
+					break
+				}
+			}
+			text.WriteString(unescapeQuoted(item[i+1 : min(j, len(item))]))
+			i = j
+		case '(':
+			depth, j := 1, i+1
+			for ; j < len(item) && depth > 0; j++ {
+				switch item[j] {
+				case '\\':
+					j++
+				case '(':
+					depth++
+				case ')':
+					depth--
+				}
+			}
+			if comment == "" {
+				comment = strings.TrimSuffix(item[i+1:min(j, len(item))], ")")
+			}
+			text.WriteByte(' ')
+			i = j - 1
+		case '<':
+			j := strings.IndexByte(item[i:], '>')
+			if j < 0 {
+				j = len(item) - i
+			}
+			addr = item[i+1 : i+j]
+			hasAddr = true
+			i += j
+		default:
+			text.WriteByte(c)
+		}
+	}
+	name := strings.TrimSpace(text.String())
+	if hasAddr {
+		addr = cleanAddr(addr)
+	} else {
+		// No angle brackets: the word with an '@' is the address; a lone
+		// word without spaces is an address too (a local one, as "root").
+		words := strings.Fields(name)
+		at := -1
+		for i, w := range words {
+			if strings.Contains(w, "@") {
+				at = i
+			}
+		}
+		switch {
+		case at >= 0:
+			addr = cleanAddr(words[at])
+			name = strings.Join(append(words[:at:at], words[at+1:]...), " ")
+		case len(words) == 1 && !quoted:
+			addr, name = cleanAddr(words[0]), ""
+		}
+		if name == "" && comment != "" && addr != "" {
+			name = comment
+		}
+	}
+	name = d.text([]byte(name), what)
+	name = strings.Trim(name, ` "'`)
+	if addr == "" && name == "" {
+		return mailAddress{}, false
+	}
+	if !isASCII([]byte(addr)) {
+		addr = d.raw([]byte(addr), what)
+	}
+	addr = oneLine(addr)
+	if strings.EqualFold(name, addr) {
+		name = ""
+	}
+	return mailAddress{Name: name, Addr: addr}, true
+}
+
+// cleanAddr trims an addr-spec: white space and quotes around it, a
+// "mailto:" prefix, an obsolete source route ("@a,@b:user@c").
+func cleanAddr(a string) string {
+	a = strings.TrimSpace(a)
+	a = strings.Trim(a, `<>"' `)
+	if len(a) >= 7 && strings.EqualFold(a[:7], "mailto:") {
+		a = a[7:]
+	}
+	if strings.HasPrefix(a, "@") {
+		if i := strings.IndexByte(a, ':'); i >= 0 {
+			a = a[i+1:]
+		}
+	}
+	return strings.Join(strings.Fields(a), "")
+}
+
+func unescapeQuoted(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

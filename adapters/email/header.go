@@ -1,0 +1,291 @@
+package email
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/textproto"
+)
+
+// maxHeaderBytes bounds what is kept of one header block. Fields past it are
+// read and dropped (and noted), so a huge header costs time, not memory.
+const maxHeaderBytes = 1 << 20
+
+// headerField is one header field: its canonical key and its raw value, unfolded
+// (each line trimmed, lines joined by one space) and not decoded.
+type headerField struct {
+	key   string
+	value []byte
+}
+
+// mimeHeader is the fields of a message or a part, in order.
+type mimeHeader []headerField
+
+// get returns the value of the first field named key (canonical form), or
+// nil.
+func (h mimeHeader) get(key string) []byte {
+	for _, f := range h {
+		if f.key == key {
+			return f.value
+		}
+	}
+	return nil
+}
+
+// has reports whether a field named key exists.
+func (h mimeHeader) has(key string) bool {
+	for _, f := range h {
+		if f.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// all returns the values of every field named key.
+func (h mimeHeader) all(key string) [][]byte {
+	var out [][]byte
+	for _, f := range h {
+		if f.key == key {
+			out = append(out, f.value)
+		}
+	}
+	return out
+}
+
+// readHeader reads a header block from br leniently: what RFC 5322 and the
+// wild allow, and what neither does but mail holds anyway.
+//
+//   - An mbox "From " line before the first field (top is set) is skipped.
+//   - A line that is not a field ("Key: value") nor a continuation, when the
+//     line after it is a field again, is taken for broken folding and
+//     appended to the field before it if that field ends in ';' or ',' or
+//     the line looks like a parameter ("name=value"), and skipped
+//     otherwise. When no field follows, the header ends there and the line
+//     is the first of the body (a message without the blank line, or
+//     without any header).
+//   - An indented first line is read as a field if it is one.
+//   - Past maxHeaderBytes, fields are dropped.
+//
+// It returns the fields and the bytes it read that belong to the body, which
+// the caller reads before the rest of br.
+func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHeader, []byte) {
+	var (
+		lines    [][]byte
+		budget   = maxHeaderBytes
+		dropped  int
+		leftover []byte
+	)
+	for {
+		if budget <= 0 {
+			// Over the limit: skip what still looks like header.
+			line, err := readLine(br, 1<<10)
+			if len(line) == 0 {
+				break
+			}
+			l := trimEOL(line)
+			if len(l) == 0 {
+				break
+			}
+			if l[0] == ' ' || l[0] == '\t' {
+				continue
+			}
+			if _, _, ok := splitField(l); ok {
+				dropped++
+				continue
+			}
+			// Not header: the body starts here. A line longer than the
+			// peek is cut: it was past a megabyte of header anyway.
+			leftover = append(leftover, line...)
+			if err != nil {
+				break
+			}
+			break
+		}
+		line, err := readLine(br, budget)
+		budget -= len(line)
+		if len(line) > 0 {
+			if len(trimEOL(line)) == 0 {
+				break // the blank line
+			}
+			lines = append(lines, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if dropped > 0 {
+		n.addf("%s: over %d bytes: %d fields dropped", what, maxHeaderBytes, dropped)
+	}
+
+	var h mimeHeader
+	cur := -1
+	start := 0
+	if top && len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("From ")) {
+		start = 1
+	}
+	for i := start; i < len(lines); i++ {
+		l := trimEOL(lines[i])
+		if l[0] == ' ' || l[0] == '\t' {
+			if cur < 0 {
+				// Indented first line: a field all the same, if it is one.
+				if key, value, ok := splitField(bytes.TrimLeft(l, " \t")); ok {
+					n.addf("%s: indented first field", what)
+					h = append(h, headerField{key: key, value: appendFolded(nil, value)})
+					cur = len(h) - 1
+					continue
+				}
+				n.addf("%s: continuation line before the first field skipped", what)
+				continue
+			}
+			h[cur].value = appendFolded(h[cur].value, l)
+			continue
+		}
+		if key, value, ok := splitField(l); ok {
+			h = append(h, headerField{key: key, value: appendFolded(nil, value)})
+			cur = len(h) - 1
+			continue
+		}
+		if key, value, ok := splitLooseField(l); ok && looseFollows(lines[i+1:]) {
+			// A field name RFC 5322 does not allow (spaces, 8-bit
+			// bytes) among fields: a field all the same.
+			n.addf("%s: malformed field name %s", what, quoteShort(key))
+			h = append(h, headerField{key: key, value: appendFolded(nil, value)})
+			cur = len(h) - 1
+			continue
+		}
+		if i+1 < len(lines) && isFieldLine(trimEOL(lines[i+1])) {
+			// More fields follow: a broken line inside the header. It
+			// continues the field before it when that one is a list
+			// cut after a separator or the line is a parameter
+			// ("name=value"), as when folding lost its indent; else it is
+			// dropped, as mime4j does.
+			switch {
+			case cur >= 0 && (bytes.HasSuffix(h[cur].value, []byte(";")) || bytes.HasSuffix(h[cur].value, []byte(",")) ||
+				bytes.IndexByte(l, '=') > 0):
+				n.addf("%s: line without a field name joined to %s", what, h[cur].key)
+				h[cur].value = appendFolded(h[cur].value, l)
+			default:
+				n.addf("%s: malformed line %s skipped", what, quoteShort(string(l)))
+			}
+			continue
+		}
+		// The body starts here.
+		if len(h) > 0 {
+			n.addf("%s: no blank line between header and body", what)
+		}
+		for _, rest := range lines[i:] {
+			leftover = append(leftover, rest...)
+		}
+		break
+	}
+	return h, leftover
+}
+
+// readLine reads one line, its line end included. Bytes past max are read
+// and dropped.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if room := max - len(line); room > 0 {
+			line = append(line, chunk[:min(len(chunk), room)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == nil && line[len(line)-1] != '\n' {
+			line = append(line, '\n') // the cut line still ends
+		}
+		return line, err
+	}
+}
+
+// splitField splits a "Key: value" line. A key holds printable ASCII other
+// than ':' and may be followed by spaces before the colon.
+func splitField(l []byte) (key string, value []byte, ok bool) {
+	i := bytes.IndexByte(l, ':')
+	if i <= 0 {
+		return "", nil, false
+	}
+	k := bytes.TrimRight(l[:i], " \t")
+	if len(k) == 0 {
+		return "", nil, false
+	}
+	for _, c := range k {
+		if c < 33 || c > 126 {
+			return "", nil, false
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(k)), l[i+1:], true
+}
+
+// splitLooseField splits a "Key: value" line whose key holds bytes RFC 5322
+// does not allow (white space, 8-bit bytes), but no control characters. It
+// must start with a letter.
+func splitLooseField(l []byte) (key string, value []byte, ok bool) {
+	i := bytes.IndexByte(l, ':')
+	if i <= 0 || i > 200 {
+		return "", nil, false
+	}
+	k := bytes.TrimRight(l[:i], " \t")
+	if len(k) == 0 || !('a' <= k[0]|0x20 && k[0]|0x20 <= 'z') {
+		return "", nil, false
+	}
+	for _, c := range k {
+		if c < 32 && c != '\t' || c == 127 {
+			return "", nil, false
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(k)), l[i+1:], true
+}
+
+// looseFollows reports whether the lines after a loosely formed field show
+// it is in the header: past its continuation lines comes another field
+// (strict or loose) or the end of the header block.
+func looseFollows(rest [][]byte) bool {
+	for _, line := range rest {
+		l := trimEOL(line)
+		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+			continue
+		}
+		if _, _, ok := splitLooseField(l); ok {
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+func isFieldLine(l []byte) bool {
+	_, _, ok := splitField(l)
+	return ok
+}
+
+// appendFolded appends one physical line of a field's value, trimmed, with
+// one space before it when the value is not empty.
+func appendFolded(v, l []byte) []byte {
+	l = bytes.Trim(l, " \t\r")
+	if len(l) == 0 {
+		return v
+	}
+	if len(v) > 0 {
+		v = append(v, ' ')
+	}
+	return append(v, l...)
+}
+
+// trimEOL strips the line end (LF or CRLF) of a line.
+func trimEOL(l []byte) []byte {
+	l = bytes.TrimSuffix(l, []byte("\n"))
+	return bytes.TrimSuffix(l, []byte("\r"))
+}
+
+// bodyReader returns the body of an entity whose header readHeader read
+// from br: the leftover lines, then the rest of br.
+func bodyReader(br *bufio.Reader, leftover []byte) *bufio.Reader {
+	if len(leftover) == 0 {
+		return br
+	}
+	return bufio.NewReaderSize(io.MultiReader(bytes.NewReader(leftover), br), bufSize)
+}

@@ -1,0 +1,87 @@
+package email
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/schema"
+)
+
+// receivedAt is the fixed time of receipt of every test message.
+var receivedAt = time.Date(2026, 2, 6, 18, 31, 15, 0, time.UTC)
+
+// testOptions are the options of the golden tests.
+func normOptions() NormalizeOptions {
+	return NormalizeOptions{
+		Account:     "work",
+		Folder:      "INBOX",
+		Own:         []string{"agent@monoco.dev"},
+		ReceivedAt:  receivedAt,
+		UID:         42,
+		UIDValidity: 1700000000,
+	}
+}
+
+// newStore opens a dropzone in a fresh temporary directory.
+func newTestStore(t testing.TB, opts *dropzone.Options) *dropzone.Store {
+	t.Helper()
+	s, err := dropzone.Open(filepath.Join(t.TempDir(), ".monoco", "dropzone"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// normalize runs the caller's pattern on raw: put the raw message into a
+// batch, open it back, normalise it from the file, commit.
+func normalizeTest(t testing.TB, s *dropzone.Store, raw io.Reader, opts NormalizeOptions) *schema.Message {
+	t.Helper()
+	b := s.NewBatch()
+	obj, err := b.Put(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.Open(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Normalize(f, b, obj, opts)
+	f.Close()
+	if err != nil {
+		b.Abort()
+		t.Fatalf("Normalize: %v", err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// checkValid asserts that m validates, encodes, validates against the
+// protocol's JSON Schema, and decodes back.
+func checkValid(t testing.TB, name string, m *schema.Message) []byte {
+	t.Helper()
+	if err := m.Validate(); err != nil {
+		t.Errorf("%s: Validate: %v", name, err)
+	}
+	data, err := schema.Encode(m)
+	if err != nil {
+		t.Fatalf("%s: Encode: %v", name, err)
+	}
+	testutil.ValidateInbound(t, name, data)
+	if _, err := schema.Decode(data); err != nil {
+		t.Errorf("%s: Decode of the encoded message: %v", name, err)
+	}
+	return data
+}
+
+func normalizeBytes(t testing.TB, raw []byte) *schema.Message {
+	t.Helper()
+	return normalizeTest(t, newTestStore(t, nil), bytes.NewReader(raw), normOptions())
+}

@@ -1,0 +1,226 @@
+package email
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// mediaType is a parsed Content-Type or Content-Disposition: the value
+// before the first ';' (lowercased) and its parameters (names lowercased).
+// Values of RFC 2231 extended parameters are kept as bytes with their
+// charset, to be decoded with the rest of the header text.
+type mediaType struct {
+	value  string
+	params map[string]param
+}
+
+// param is one parameter value. Extended (RFC 2231) values carry their
+// charset; others are the raw text, which may hold encoded words or 8-bit
+// bytes.
+type param struct {
+	raw      []byte
+	charset  string
+	extended bool
+}
+
+func (m mediaType) get(name string) string { return string(m.params[name].raw) }
+
+// parseMediaType parses a header value of the form
+// "type/subtype; name=value; name*=charset'lang'%XX; name*0=...; ..."
+// leniently: a parameter that does not parse is skipped, the first of
+// duplicates wins, unquoted values may hold anything but ';', quoted values
+// may miss their closing quote, and continuations (name*0, name*1*, ...)
+// are joined in order whatever order they come in.
+func parseMediaType(v []byte) mediaType {
+	s := string(v)
+	m := mediaType{}
+	semi := strings.IndexByte(s, ';')
+	if semi < 0 {
+		semi = len(s)
+	}
+	m.value = strings.ToLower(strings.Trim(s[:semi], " \t\"'"))
+	if i := strings.IndexAny(m.value, " \t("); i >= 0 {
+		m.value = m.value[:i]
+	}
+	type piece struct {
+		index    int
+		value    []byte
+		extended bool
+	}
+	var (
+		pieces = map[string][]piece{}
+		order  []string
+	)
+	rest := s[semi:]
+	for len(rest) > 0 {
+		rest = strings.TrimLeft(rest, "; \t")
+		if rest == "" {
+			break
+		}
+		eq := strings.IndexAny(rest, "=;")
+		if eq < 0 || rest[eq] == ';' {
+			if eq < 0 {
+				break
+			}
+			rest = rest[eq:]
+			continue
+		}
+		name := strings.ToLower(strings.Trim(rest[:eq], " \t\"'"))
+		rest = strings.TrimLeft(rest[eq+1:], " \t")
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			value, rest = unquote(rest)
+		} else {
+			end := strings.IndexByte(rest, ';')
+			if end < 0 {
+				end = len(rest)
+			}
+			value, rest = strings.TrimRight(rest[:end], " \t"), rest[end:]
+		}
+		if name == "" {
+			continue
+		}
+		p := piece{index: -1}
+		if star := strings.IndexByte(name, '*'); star >= 0 {
+			suffix := name[star+1:]
+			name = name[:star]
+			p.extended = strings.HasSuffix(suffix, "*") || suffix == ""
+			num := strings.TrimSuffix(suffix, "*")
+			if num != "" {
+				k, err := strconv.Atoi(num)
+				if err != nil || k < 0 || k > 1000 {
+					continue
+				}
+				p.index = k
+			}
+		}
+		p.value = []byte(value)
+		if _, ok := pieces[name]; !ok {
+			order = append(order, name)
+		}
+		pieces[name] = append(pieces[name], p)
+	}
+	if len(order) == 0 {
+		return m
+	}
+	m.params = make(map[string]param, len(order))
+	for _, name := range order {
+		ps := pieces[name]
+		// An extended or continued form wins over a plain one (RFC 2231
+		// §4: senders add the plain one for old readers).
+		var plain *piece
+		var parts []piece
+		for i := range ps {
+			switch {
+			case ps[i].index < 0 && !ps[i].extended:
+				if plain == nil {
+					plain = &ps[i]
+				}
+			case ps[i].index < 0:
+				parts = append(parts[:0], piece{index: 0, value: ps[i].value, extended: true})
+			default:
+				parts = append(parts, ps[i])
+			}
+		}
+		if len(parts) == 0 {
+			m.params[name] = param{raw: plain.value}
+			continue
+		}
+		sort.SliceStable(parts, func(i, j int) bool { return parts[i].index < parts[j].index })
+		var (
+			out     []byte
+			charset string
+			ext     bool
+			seen    = map[int]bool{}
+		)
+		for i, p := range parts {
+			if seen[p.index] {
+				continue
+			}
+			seen[p.index] = true
+			v := p.value
+			if p.extended {
+				ext = true
+				if i == 0 {
+					// charset'language'value
+					if a := strings.IndexByte(string(v), '\''); a >= 0 {
+						if b := strings.IndexByte(string(v[a+1:]), '\''); b >= 0 {
+							charset = charsetLabel(string(v[:a]))
+							v = v[a+1+b+1:]
+						}
+					}
+				}
+				v = percentDecode(v)
+			}
+			out = append(out, v...)
+		}
+		if !ext {
+			m.params[name] = param{raw: out}
+			continue
+		}
+		m.params[name] = param{raw: out, charset: charset, extended: true}
+	}
+	return m
+}
+
+// unquote reads a quoted string at the start of s and returns its content
+// (backslash escapes resolved) and what follows. A missing closing quote
+// ends the value at the next ';' (or the end).
+func unquote(s string) (string, string) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+		case '"':
+			return b.String(), s[i+1:]
+		default:
+			b.WriteByte(c)
+		}
+	}
+	// Unclosed: take up to the first ';'.
+	v := s[1:]
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		return strings.TrimRight(v[:i], " \t"), v[i:]
+	}
+	return strings.TrimRight(v, " \t"), ""
+}
+
+// percentDecode resolves %XX escapes; a '%' that starts none is kept.
+func percentDecode(v []byte) []byte {
+	if !strings.Contains(string(v), "%") {
+		return v
+	}
+	out := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] == '%' && i+2 < len(v) {
+			h, ok1 := unhex(v[i+1])
+			l, ok2 := unhex(v[i+2])
+			if ok1 && ok2 {
+				out = append(out, h<<4|l)
+				i += 2
+				continue
+			}
+		}
+		out = append(out, v[i])
+	}
+	return out
+}
+
+// param decodes a parameter value to UTF-8: an extended value in its
+// charset, a plain one as header text (encoded words, which many mailers
+// put in quoted file names, and raw 8-bit bytes).
+func (d *hdrDecoder) param(p param, what string) string {
+	if p.extended {
+		s := decodeCharset(p.raw, p.charset, d.hint, what, d.notes)
+		if strings.Contains(s, "=?") {
+			s = d.words(s, what)
+		}
+		return oneLine(s)
+	}
+	return d.text(p.raw, what)
+}

@@ -1,0 +1,439 @@
+package email
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/monoco/courier/dropzone"
+)
+
+const (
+	// bufSize is the buffer of each entity's reader.
+	bufSize = 32 << 10
+	// maxText bounds a text or HTML body part held in memory. A longer one
+	// is stored as an artifact instead, noted.
+	maxText = 4 << 20
+	// maxDepth bounds the nesting of multiparts; deeper ones are stored
+	// whole as artifacts.
+	maxDepth = 32
+	// maxParts bounds the parts of one message; the rest are skipped,
+	// noted.
+	maxParts = 1000
+)
+
+// mediaTypeRE matches a usable type/subtype (RFC 2045 tokens).
+var mediaTypeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9!#$&^_.+*-]+$`)
+
+// readers recycles the buffered readers of entities: a message has a few,
+// each 32 KB, and most of the time spent allocating went to them.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+
+// reader returns a pooled buffered reader of r, released when the message
+// is done.
+func (w *mimeWalker) reader(r io.Reader) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	w.pooled = append(w.pooled, br)
+	return br
+}
+
+// release returns the pooled readers; nothing may read them after.
+func (w *mimeWalker) release() { w.releaseFrom(0) }
+
+// releaseFrom returns the readers taken since mark (a length of pooled), so
+// that a message of many parts holds the buffers of one branch at a time.
+func (w *mimeWalker) releaseFrom(mark int) {
+	for _, br := range w.pooled[mark:] {
+		br.Reset(nil)
+		readers.Put(br)
+	}
+	clear(w.pooled[mark:])
+	w.pooled = w.pooled[:mark]
+}
+
+// errOverLimit is returned by limitReader past NormalizeOptions.MaxArtifact.
+var errOverLimit = errors.New("email: artifact over the size limit")
+
+// bodyCollector gathers the body text of an entity: the text/plain and text/html
+// parts that are content, not attachments, in order.
+type bodyCollector struct {
+	text, html []string
+}
+
+// pendingArtifact is an artifact stored in the dropzone whose name and type are not
+// decided yet: names are decoded once the message's charset hint is known.
+type pendingArtifact struct {
+	obj       dropzone.Object
+	name      param
+	hasName   bool
+	media     string
+	inline    bool
+	contentID string
+	message   bool   // a message/rfc822 part: named after its subject
+	subject   []byte // the raw Subject of an attached message
+}
+
+// mimeWalker walks the MIME tree of one message, streaming attachments into the
+// batch and collecting text.
+type mimeWalker struct {
+	b       *dropzone.Batch
+	max     int64
+	notes   *parseNotes
+	src     *errReader
+	drafts  []pendingArtifact
+	parts   int
+	hint    string // the charset of the first labelled text part
+	tooMany bool
+	scratch []byte
+	pooled  []*bufio.Reader
+	qpBuf   []byte // the output buffer of quoted-printable parts, one at a time
+}
+
+// entityPos is where an entity sits in the tree.
+type entityPos struct {
+	path        string // "1.2" (1-based, as IMAP numbers parts); "" for the message
+	defaultType string // text/plain, or message/rfc822 in a digest
+	related     bool   // a child of multipart/related
+	root        bool   // the root of its multipart/related
+	charset     string // a charset named on an enclosing multipart, for text that names none
+}
+
+func (c entityPos) what() string {
+	if c.path == "" {
+		return "body"
+	}
+	return "part " + c.path
+}
+
+// walk handles one entity: a multipart is split, a body text is collected,
+// anything else becomes an artifact. Only I/O errors are returned.
+func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bodyCollector, depth int) error {
+	what := c.what()
+	ct := parseMediaType(h.get("Content-Type"))
+	media := ct.value
+	switch {
+	case media == "":
+		media = c.defaultType
+	case !mediaTypeRE.MatchString(media):
+		// "text", "application-x-gzip", bytes that are no token: no
+		// usable type.
+		n := "application/octet-stream"
+		if strings.HasPrefix(media, "text") && ct.params["name"].raw == nil {
+			n = "text/plain"
+		}
+		w.notes.addf("%s: Content-Type %s not understood: read as %s", what, quoteShort(media), n)
+		media = n
+	}
+	disp := parseMediaType(h.get("Content-Disposition"))
+	cte := strings.ToLower(strings.TrimSpace(string(h.get("Content-Transfer-Encoding"))))
+	if i := strings.IndexAny(cte, " \t(;"); i >= 0 {
+		cte = cte[:i]
+	}
+	cte = strings.Trim(cte, `"'`)
+
+	if strings.HasPrefix(media, "multipart/") {
+		if depth < maxDepth {
+			return w.multipart(ct, media, body, c, col, depth)
+		}
+		w.notes.addf("%s: multipart nested deeper than %d: stored whole", what, maxDepth)
+	}
+	name, hasName := disp.params["filename"]
+	if !hasName || len(name.raw) == 0 {
+		name, hasName = ct.params["name"]
+		hasName = hasName && len(name.raw) > 0
+	}
+	if (media == "text/plain" || media == "text/html") && disp.value != "attachment" && !hasName && !(c.related && !c.root) {
+		charset := ct.get("charset")
+		if charset == "" {
+			charset = c.charset
+		}
+		return w.text(media, charset, cte, body, c, col)
+	}
+	d := pendingArtifact{
+		name:      name,
+		hasName:   hasName,
+		media:     media,
+		contentID: strings.Trim(strings.TrimSpace(string(h.get("Content-Id"))), "<>"),
+		message:   media == "message/rfc822" || media == "message/global",
+	}
+	if !isASCII([]byte(d.contentID)) || strings.ContainsFunc(d.contentID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		d.contentID = ""
+	}
+	d.inline = disp.value == "inline" || (disp.value == "" && (c.related || d.contentID != ""))
+	return w.artifact(d, cte, body, what)
+}
+
+// multipart walks the parts of a multipart entity.
+func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c entityPos, col *bodyCollector, depth int) error {
+	what := c.what()
+	boundary := ct.get("boundary")
+	if boundary == "" || len(boundary) > maxBoundary {
+		boundary = sniffBoundary(body)
+		if boundary == "" {
+			w.notes.addf("%s: %s without a boundary: read as text", what, media)
+			return w.text("text/plain", ct.get("charset"), "", body, c, col)
+		}
+		w.notes.addf("%s: %s without a boundary parameter: used %s found in the body", what, media, quoteShort(boundary))
+	}
+	sub := strings.TrimPrefix(media, "multipart/")
+	start := strings.Trim(strings.TrimSpace(ct.get("start")), "<>")
+	mr := newMultipartReader(body, boundary)
+	var alts []*bodyCollector
+	index := 0
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return w.ioError(err)
+		}
+		index++
+		if w.parts >= maxParts {
+			if !w.tooMany {
+				w.notes.addf("message has more than %d parts: the rest skipped", maxParts)
+				w.tooMany = true
+			}
+			continue
+		}
+		w.parts++
+		cc := entityPos{path: strconv.Itoa(index), defaultType: "text/plain", charset: c.charset}
+		if cs := ct.get("charset"); cs != "" {
+			cc.charset = cs // not standard on a multipart, but senders mean it
+		}
+		if c.path != "" {
+			cc.path = c.path + "." + cc.path
+		}
+		mark := len(w.pooled)
+		pbr := w.reader(p)
+		ph, left := readHeader(pbr, false, cc.what()+" header", w.notes)
+		pb := bodyReader(pbr, left)
+		if len(ph) == 0 {
+			if _, err := pb.Peek(1); err != nil {
+				w.releaseFrom(mark)
+				continue // an empty part: nothing to keep
+			}
+		}
+		switch sub {
+		case "digest":
+			cc.defaultType = "message/rfc822"
+		case "related":
+			cc.related = true
+			if start == "" {
+				cc.root = index == 1
+			} else {
+				cc.root = strings.Trim(strings.TrimSpace(string(ph.get("Content-Id"))), "<>") == start
+			}
+		}
+		target := col
+		if sub == "alternative" {
+			target = &bodyCollector{}
+			alts = append(alts, target)
+		}
+		err = w.walk(ph, pb, cc, target, depth+1)
+		w.releaseFrom(mark) // the part is done with: its readers are free
+		if err != nil {
+			return err
+		}
+	}
+	if sub == "alternative" {
+		// The last alternative that has each form is the best one (RFC
+		// 2046 §5.1.4): take the text from one and the HTML from one.
+		for i := len(alts) - 1; i >= 0; i-- {
+			if len(alts[i].text) > 0 {
+				col.text = append(col.text, alts[i].text...)
+				break
+			}
+		}
+		for i := len(alts) - 1; i >= 0; i-- {
+			if len(alts[i].html) > 0 {
+				col.html = append(col.html, alts[i].html...)
+				break
+			}
+		}
+	}
+	switch {
+	case mr.NoDelimiter:
+		w.notes.addf("%s: boundary %s of %s not found: body read as text", what, quoteShort(boundary), media)
+		return w.text("text/plain", "", "", bufio.NewReader(bytes.NewReader(mr.Preamble)), c, col)
+	case mr.Truncated:
+		w.notes.addf("%s: %s ends without its final boundary", what, media)
+	}
+	return nil
+}
+
+// sniffBoundary finds a boundary in a multipart body that names none: the
+// first line, in the first buffer of the body, that starts with "--".
+func sniffBoundary(br *bufio.Reader) string {
+	b, _ := br.Peek(br.Size())
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimRight(line, " \t\r")
+		if len(line) > 2 && len(line) <= 200 && bytes.HasPrefix(line, []byte("--")) && !bytes.ContainsAny(line, " \t") {
+			return string(bytes.TrimSuffix(line[2:], []byte("--")))
+		}
+	}
+	return ""
+}
+
+// text collects a text/plain or text/html body part, decoded to UTF-8 with
+// line ends normalised to LF. One larger than maxText is stored as an
+// artifact instead.
+func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPos, col *bodyCollector) error {
+	what := c.what()
+	r := w.decoder(cte, body, what)
+	buf := w.scratch[:0]
+	var err error
+	buf, err = readUpTo(buf, r, maxText+1)
+	w.scratch = buf[:0]
+	if err != nil {
+		return w.ioError(err)
+	}
+	if len(buf) > maxText {
+		w.notes.addf("%s: %s body over %d bytes: stored as an artifact", what, media, maxText)
+		name := "body.txt"
+		if media == "text/html" {
+			name = "body.html"
+		}
+		d := pendingArtifact{name: param{raw: []byte(name)}, hasName: true, media: media}
+		return w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
+	}
+	if bad := badBytes(r); bad > 0 {
+		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
+	}
+	label := charsetLabel(charset)
+	if w.hint == "" && label != "" && !isUTF8Label(label) && lookupCharset(label) != nil {
+		w.hint = label
+	}
+	s := decodeCharset(buf, label, w.hint, what, w.notes)
+	s = normalizeNewlines(s)
+	if media == "text/html" {
+		col.html = append(col.html, s)
+	} else {
+		col.text = append(col.text, s)
+	}
+	return nil
+}
+
+// readUpTo appends to buf what r holds, reading at most max bytes.
+func readUpTo(buf []byte, r io.Reader, max int) ([]byte, error) {
+	for len(buf) < max {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):min(cap(buf), max)]
+		k, err := r.Read(room)
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// artifact streams an entity's decoded content into the batch. A part over
+// the size limit is skipped and noted; only I/O errors are returned.
+func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, what string) error {
+	r := w.decoder(cte, body, what)
+	dec := r
+	var head *capBuffer
+	if d.message {
+		head = &capBuffer{max: 64 << 10}
+		r = io.TeeReader(r, head)
+	}
+	if w.max > 0 {
+		r = &limitReader{r: r, n: w.max}
+	}
+	obj, err := w.b.Put(r)
+	if err != nil {
+		if errors.Is(err, errOverLimit) || errors.Is(err, dropzone.ErrTooLarge) {
+			w.notes.addf("%s (%s): over the artifact size limit: skipped", what, d.media)
+			return nil
+		}
+		return w.ioError(err)
+	}
+	if bad := badBytes(dec); bad > 0 {
+		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
+	}
+	d.obj = obj
+	if head != nil {
+		var scratch parseNotes
+		h, _ := readHeader(bufio.NewReader(bytes.NewReader(head.b)), true, "", &scratch)
+		d.subject = h.get("Subject")
+	}
+	w.drafts = append(w.drafts, d)
+	return nil
+}
+
+// ioError prefers the error of the message's reader, when there is one, to
+// what a layer above made of it.
+func (w *mimeWalker) ioError(err error) error {
+	if w.src.err != nil {
+		return fmt.Errorf("email: read message: %w", w.src.err)
+	}
+	return err
+}
+
+// limitReader fails with errOverLimit once more than n bytes were read.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return 0, errOverLimit
+	}
+	if int64(len(p)) > l.n+1 {
+		p = p[:l.n+1]
+	}
+	k, err := l.r.Read(p)
+	l.n -= int64(k)
+	if l.n < 0 {
+		return k, errOverLimit
+	}
+	return k, err
+}
+
+// capBuffer keeps the first max bytes written to it.
+type capBuffer struct {
+	b   []byte
+	max int
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// errReader records the first error other than io.EOF of the message's
+// reader: that one is an I/O error, where everything else is bad input.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	k, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return k, err
+}
