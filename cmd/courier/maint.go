@@ -1,7 +1,6 @@
 package main
 
 import (
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,14 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/monoco/courier/deploy"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
-
-// exampleConfig is written by `courier init`: every key, commented.
-//
-//go:embed courier.example.yaml
-var exampleConfig []byte
 
 func (a *app) initCommand() *cobra.Command {
 	return &cobra.Command{
@@ -35,7 +30,7 @@ func (a *app) initCommand() *cobra.Command {
 			cfgPath := l.Config()
 			if a.configFlag == "" {
 				if _, err := os.Stat(cfgPath); errors.Is(err, os.ErrNotExist) {
-					if err := os.WriteFile(cfgPath, exampleConfig, 0o640); err != nil {
+					if err := os.WriteFile(cfgPath, deploy.ExampleConfig, 0o640); err != nil {
 						return withCode(exitCantCreat, err)
 					}
 					fmt.Fprintf(a.stdout, "wrote %s\n", cfgPath)

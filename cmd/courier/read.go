@@ -238,7 +238,7 @@ func writeDraft(b *bytes.Buffer, e *mailbox.Entry, d *schema.Draft) {
 			s += ", provider id " + dl.ProviderMessageID
 		}
 		if dl.Reason != "" {
-			s += ": " + dl.Reason
+			s += ": " + string(dl.Reason)
 		}
 		field(b, "Delivery", s)
 	}

@@ -28,6 +28,9 @@ type app struct {
 	rootFlag   string
 	configFlag string
 	agentFlag  string
+	// secrets makes loadConfig resolve secrets; only the commands that
+	// connect to providers (serve, fetch, doctor) set it.
+	secrets bool
 
 	cfg  *config.Config
 	root string
@@ -94,7 +97,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 	var cfg *config.Config
 	switch {
 	case cfgPath != "":
-		cfg, err = config.Load(cfgPath, false)
+		cfg, err = config.Load(cfgPath, config.LoadOptions{Secrets: a.secrets})
 		if err != nil {
 			return nil, withCode(exitConfig, err)
 		}
@@ -105,7 +108,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 		if rootDir == "" {
 			rootDir = findWorkspace(cwd)
 		}
-		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), true)
+		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), config.LoadOptions{AllowMissing: true, Secrets: a.secrets})
 		if err != nil {
 			return nil, withCode(exitConfig, err)
 		}
@@ -166,6 +169,22 @@ func (a *app) dropzone() (*dropzone.Store, error) {
 		return nil, err
 	}
 	dz, err := dropzone.Open(mailbox.Layout{Root: a.root}.Dropzone(), &dropzone.Options{MaxSize: a.cfg.Courier.Limits.MaxArtifactBytes})
+	if err != nil {
+		return nil, err
+	}
+	a.dz = dz
+	return dz, nil
+}
+
+// dropzoneFor opens the dropzone for the service: raw inbound messages
+// are stored there too, so its limit is the larger of the artifact and
+// message limits (attachments are held to the artifact limit as they are
+// parsed).
+func (a *app) dropzoneFor(l config.Limits) (*dropzone.Store, error) {
+	if a.dz != nil {
+		return a.dz, nil
+	}
+	dz, err := dropzone.Open(mailbox.Layout{Root: a.root}.Dropzone(), &dropzone.Options{MaxSize: max(l.MaxArtifactBytes, l.MaxMessageBytes)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,230 @@
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+)
+
+// ReceiverOptions configure a Receiver.
+type ReceiverOptions struct {
+	// Addr is host:port for TCP, or unix:/path for a Unix socket.
+	Addr string
+	// LMTP speaks LMTP (RFC 2033) instead of SMTP, for an MTA's local
+	// delivery (Postfix's lmtp transport, say).
+	LMTP     bool
+	Hostname string
+	// Own are the receiver's own addresses, left out of participants.
+	Own         []string
+	MaxMessage  int64 // bytes; larger messages are refused with 552
+	MaxArtifact int64
+	Dropzone    *dropzone.Store
+	Logger      *slog.Logger
+}
+
+// Receiver is the embedded SMTP (or LMTP) server: whatever mail is handed
+// to it is normalised and written to the mailbox before the DATA reply, so
+// a 250 means the message is durable. It is an adapters.Source.
+type Receiver struct {
+	opts   ReceiverOptions
+	log    *slog.Logger
+	srv    *smtp.Server
+	ln     net.Listener
+	sink   atomic.Pointer[adapters.Sink]
+	served chan struct{}
+	adapters.HealthTracker
+}
+
+var (
+	_ adapters.Source  = (*Receiver)(nil)
+	_ adapters.Starter = (*Receiver)(nil)
+	_ adapters.Stopper = (*Receiver)(nil)
+)
+
+// NewReceiver returns a receiver. It does no I/O.
+func NewReceiver(opts ReceiverOptions) *Receiver {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Hostname == "" {
+		opts.Hostname = "localhost"
+	}
+	r := &Receiver{opts: opts, log: opts.Logger}
+	r.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{r: r}, nil }))
+	r.srv.Domain = opts.Hostname
+	r.srv.LMTP = opts.LMTP
+	r.srv.MaxMessageBytes = opts.MaxMessage
+	r.srv.MaxRecipients = 1000
+	r.srv.ReadTimeout = 5 * time.Minute
+	r.srv.WriteTimeout = time.Minute
+	r.srv.EnableSMTPUTF8 = true
+	r.srv.ErrorLog = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
+	return r
+}
+
+// Name implements adapters.Source.
+func (r *Receiver) Name() string {
+	if r.opts.LMTP {
+		return "email/receiver/lmtp"
+	}
+	return "email/receiver/smtp"
+}
+
+// Addr returns the address the receiver listens on (after Start).
+func (r *Receiver) Addr() string {
+	if r.ln == nil {
+		return r.opts.Addr
+	}
+	return r.ln.Addr().String()
+}
+
+// Start binds the listener, so that a port in use fails the service's
+// start.
+func (r *Receiver) Start(ctx context.Context) error {
+	network, addr := "tcp", r.opts.Addr
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", p
+		os.Remove(addr) // a socket left by an earlier run
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, network, addr)
+	if err != nil {
+		return fmt.Errorf("email receiver: listen on %s: %w", r.opts.Addr, err)
+	}
+	if network == "unix" {
+		os.Chmod(addr, 0o660)
+	}
+	r.ln = ln
+	return nil
+}
+
+// Run implements adapters.Source: it serves until ctx ends.
+func (r *Receiver) Run(ctx context.Context, sink adapters.Sink) error {
+	if r.ln == nil {
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+	}
+	r.sink.Store(&sink)
+	r.Set(adapters.StatusConnected, "listening on "+r.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- r.srv.Serve(r.ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r.srv.Shutdown(sctx)
+		<-errc
+		return nil
+	case err := <-errc:
+		if errors.Is(err, smtp.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// Stop closes the listener if Run never ran.
+func (r *Receiver) Stop(ctx context.Context) error {
+	if r.sink.Load() == nil && r.ln != nil {
+		return r.ln.Close()
+	}
+	return nil
+}
+
+// session is one SMTP conversation.
+type session struct {
+	r     *Receiver
+	from  string
+	rcpts []string
+}
+
+var _ smtp.LMTPSession = (*session)(nil)
+
+func (s *session) Reset()        { s.from, s.rcpts = "", nil }
+func (s *session) Logout() error { return nil }
+
+func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	if opts != nil && opts.Size > 0 && s.r.opts.MaxMessage > 0 && opts.Size > s.r.opts.MaxMessage {
+		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "message too big"}
+	}
+	s.from = from
+	return nil
+}
+
+func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
+	s.rcpts = append(s.rcpts, to)
+	return nil
+}
+
+// Data makes the message durable, then answers 250.
+func (s *session) Data(r io.Reader) error {
+	return s.deliver(r)
+}
+
+// LMTPData answers once per recipient: the message is one file whatever the
+// number of recipients, so they share its fate.
+func (s *session) LMTPData(r io.Reader, status smtp.StatusCollector) error {
+	err := s.deliver(r)
+	for _, rc := range s.rcpts {
+		status.SetStatus(rc, err)
+	}
+	return err
+}
+
+var errTooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "message too big"}
+
+func (s *session) deliver(r io.Reader) error {
+	rc := s.r
+	sinkp := rc.sink.Load()
+	if sinkp == nil {
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "not ready, try again"}
+	}
+	batch := rc.opts.Dropzone.NewBatch()
+	defer batch.Abort()
+	obj, err := batch.Put(r)
+	if err != nil {
+		if errors.Is(err, smtp.ErrDataTooLarge) {
+			return errTooBig
+		}
+		rc.log.Error("receiver: cannot store the message", "err", err)
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "cannot store the message now, try again"}
+	}
+	f, err := batch.Open(obj)
+	if err != nil {
+		return tempFail(rc, err)
+	}
+	m, err := Normalize(f, batch, obj, NormalizeOptions{Folder: "receiver", Own: rc.opts.Own, ReceivedAt: time.Now().UTC(), MaxArtifact: rc.opts.MaxArtifact})
+	f.Close()
+	if err != nil {
+		return tempFail(rc, err)
+	}
+	if err := batch.Commit(); err != nil {
+		return tempFail(rc, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := (*sinkp).Deliver(ctx, adapters.Event{Message: m}); err != nil {
+		return tempFail(rc, err)
+	}
+	rc.Event()
+	rc.log.Info("received", "id", m.ID, "from", s.from, "rcpts", len(s.rcpts), "size", obj.Size)
+	return nil
+}
+
+func tempFail(r *Receiver, err error) error {
+	r.log.Error("receiver: cannot ingest the message", "err", err)
+	r.Error(err)
+	return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "cannot store the message now, try again"}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+func (a *app) doctorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the config, the layout, permissions, the database and each adapter's connection and credentials",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			failed := a.doctor(cmd.Context())
+			if failed > 0 {
+				fmt.Fprintf(a.stdout, "\n%d check(s) failed.\n", failed)
+				return &exitError{code: exitUnavailable, silent: true}
+			}
+			fmt.Fprintln(a.stdout, "\nall checks passed.")
+			return nil
+		},
+	}
+}
+
+// doctor runs every check and prints one line each; it returns the number
+// that failed.
+func (a *app) doctor(ctx context.Context) int {
+	a.secrets = true
+	failed := 0
+	report := func(name string, err error, ok string) {
+		if err != nil {
+			failed++
+			fmt.Fprintf(a.stdout, "✗ %-22s %s\n", name, oneLine(err.Error()))
+			return
+		}
+		fmt.Fprintf(a.stdout, "✓ %-22s %s\n", name, ok)
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		report("config", err, "")
+		return failed
+	}
+	report("config", nil, configName(cfg))
+	l := mailbox.Layout{Root: a.root}
+	report("layout", checkLayout(l), l.Mailbox()+" (every folder present and writable)")
+	for _, msg := range checkPermissions(cfg, l) {
+		report("permissions", errors.New(msg), "")
+	}
+	if mb, err := a.mailbox(); err != nil {
+		report("database", err, "")
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := mb.Check(cctx)
+		cancel()
+		report("database", err, "integrity ok: "+l.DB())
+	}
+	if rep, live := a.fetchHealth(ctx, cfg.Courier.HTTP.Listen); live {
+		report("service", nil, fmt.Sprintf("running (pid %d), health %s at http://%s", rep.PID, rep.Status, cfg.Courier.HTTP.Listen))
+	} else {
+		report("service", nil, "not running (`courier serve` starts it)")
+	}
+	set, err := buildAdapters(cfg, adapterDeps{log: a.logger()})
+	if err != nil {
+		report("adapters", err, "")
+		return failed
+	}
+	if len(set.checks) == 0 {
+		report("adapters", nil, "none enabled")
+	}
+	for _, c := range set.checks {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.fn(cctx)
+		cancel()
+		report(c.name, err, "ok")
+	}
+	return failed
+}
+
+func checkLayout(l mailbox.Layout) error {
+	if !mailbox.Initialized(l.Root) {
+		return fmt.Errorf("no mailbox in %s: run `courier init --root %s`", l.Root, l.Root)
+	}
+	var missing []string
+	dirs := []string{l.Tmp(), l.State(), l.Dropzone()}
+	for _, b := range mailbox.Boxes {
+		for _, p := range schema.Implemented {
+			dirs = append(dirs, l.Dir(b, p))
+		}
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			missing = append(missing, l.Rel(d))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing folders %s: run `courier init` to create them", strings.Join(missing, ", "))
+	}
+	for _, d := range []string{l.Tmp(), l.State(), l.Dropzone(), l.Dir(mailbox.BoxInbound, schema.Email)} {
+		f, err := os.CreateTemp(d, ".doctor-*")
+		if err != nil {
+			return fmt.Errorf("cannot write in %s as this user (%v): the service must own the workspace (chown -R courier: %s)", l.Rel(d), errors.Unwrap(err), l.Monoco())
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+// checkPermissions looks for secrets others can read and agent-facing files
+// that can be written.
+func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
+	var out []string
+	if cfg.Path != "" {
+		if fi, err := os.Stat(cfg.Path); err == nil && fi.Mode().Perm()&0o004 != 0 && hasInlineSecret(cfg) {
+			out = append(out, fmt.Sprintf("%s holds secrets and is readable by everyone: chmod o-r %s (or move the secrets to *_file)", cfg.Path, cfg.Path))
+		}
+	}
+	for _, f := range secretFiles(cfg) {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o004 != 0 {
+			out = append(out, fmt.Sprintf("secret file %s is readable by everyone: chmod 600 %s", f, f))
+		}
+	}
+	writable := 0
+	example := ""
+	for _, b := range []mailbox.Box{mailbox.BoxInbound, mailbox.BoxArchive} {
+		filepath.WalkDir(filepath.Join(l.Mailbox(), string(b)), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || writable > 0 {
+				return nil
+			}
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o222 != 0 {
+				writable++
+				example = l.Rel(p)
+			}
+			return nil
+		})
+	}
+	if writable > 0 {
+		out = append(out, fmt.Sprintf("message files must be read-only (0444), %s is writable: chmod a-w under %s", example, l.Mailbox()))
+	}
+	return out
+}
+
+func hasInlineSecret(cfg *config.Config) bool {
+	a := cfg.Courier.Adapters
+	if a.Lark.AppSecret != "" && a.Lark.AppSecretFile == "" || a.Slack.BotToken != "" && a.Slack.BotTokenFile == "" {
+		return true
+	}
+	for _, acct := range a.Email.Accounts {
+		if acct.IMAP != nil && acct.IMAP.Password != "" && acct.IMAP.PasswordFile == "" {
+			return true
+		}
+		if acct.SMTP != nil && acct.SMTP.Password != "" && acct.SMTP.PasswordFile == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func secretFiles(cfg *config.Config) []string {
+	a := cfg.Courier.Adapters
+	files := []string{a.Email.PasswordFile, a.Lark.AppSecretFile, a.Lark.EncryptKeyFile, a.Lark.VerificationTokenFile,
+		a.Slack.BotTokenFile, a.Slack.AppTokenFile, a.Slack.SigningSecretFile}
+	for _, acct := range a.Email.Accounts {
+		if acct.IMAP != nil {
+			files = append(files, acct.IMAP.PasswordFile)
+		}
+		if acct.SMTP != nil {
+			files = append(files, acct.SMTP.PasswordFile)
+		}
+	}
+	var out []string
+	for _, f := range files {
+		if f != "" {
+			if !filepath.IsAbs(f) && cfg.Path != "" {
+				f = filepath.Join(filepath.Dir(cfg.Path), f)
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}

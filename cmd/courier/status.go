@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/monoco/courier/internal/service"
+	"github.com/monoco/courier/mailbox"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the service's health, adapters, queues and totals (exit 3 when it is not running)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, []string{"text", "json"}); err != nil {
+				return err
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			rep, live := a.fetchHealth(cmd.Context(), cfg.Courier.HTTP.Listen)
+			if !live {
+				mb, err := a.mailbox()
+				if err != nil {
+					return err
+				}
+				if rep, err = service.Offline(cmd.Context(), mb, nil); err != nil {
+					return err
+				}
+				rep.Listen = cfg.Courier.HTTP.Listen
+			}
+			if format == "json" {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(rep)
+			} else {
+				printReport(a.stdout, rep)
+			}
+			if !live {
+				return &exitError{code: exitNoService, silent: true}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "text or json")
+	return c
+}
+
+// fetchHealth asks the running service for its report.
+func (a *app) fetchHealth(ctx context.Context, listen string) (service.Report, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return service.Report{}, false
+	}
+	defer resp.Body.Close()
+	var rep service.Report
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&rep); err != nil {
+		return service.Report{}, false
+	}
+	return rep, true
+}
+
+func printReport(w io.Writer, r service.Report) {
+	svc := r.Service
+	if r.PID != 0 {
+		svc += fmt.Sprintf(" (pid %d, up %s)", r.PID, time.Duration(r.Uptime*float64(time.Second)))
+	}
+	fmt.Fprintf(w, "Service:   %s\n", svc)
+	if r.Status != "" {
+		fmt.Fprintf(w, "Health:    %s\n", r.Status)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "Error:     %s\n", r.Error)
+	}
+	if r.Listen != "" {
+		fmt.Fprintf(w, "HTTP:      http://%s (/health, /metrics)\n", r.Listen)
+	}
+	if len(r.Adapters) > 0 {
+		fmt.Fprintln(w, "Adapters:")
+		for _, name := range []string{"email", "lark", "slack"} {
+			h, ok := r.Adapters[name]
+			if !ok {
+				continue
+			}
+			line := fmt.Sprintf("  %-6s %-11s", name, h.Status)
+			if h.Detail != "" {
+				line += " " + h.Detail
+			}
+			if h.LastEvent != nil {
+				line += " last event " + h.LastEvent.Format(time.RFC3339)
+			}
+			if h.LastError != "" {
+				line += " last error: " + h.LastError
+			}
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}
+	var inbox []string
+	for _, st := range []mailbox.Status{mailbox.StatusNew, mailbox.StatusClaimed, mailbox.StatusFailed, mailbox.StatusDone, mailbox.StatusDead} {
+		inbox = append(inbox, fmt.Sprintf("%s %d", st, r.Inbox[st]))
+	}
+	fmt.Fprintf(w, "Inbox:     %s\n", strings.Join(inbox, ", "))
+	if len(r.Outbound) == 0 {
+		fmt.Fprintln(w, "Outbound:  empty")
+	} else {
+		fmt.Fprintln(w, "Outbound:")
+		for _, q := range r.Outbound {
+			fmt.Fprintf(w, "  %-6s queued %d (due %d, sending %d, retrying %d, scheduled %d)", q.Provider, q.Queued, q.Due, q.Sending, q.Retrying, q.Scheduled)
+			if q.Waiting != "" && r.Service != "stopped" {
+				fmt.Fprintf(w, "; waiting: %s", q.Waiting)
+			}
+			if q.LastError != "" {
+				fmt.Fprintf(w, "; last error: %s", q.LastError)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if r.Service != "stopped" {
+		fmt.Fprintf(w, "Totals:    received %d (duplicates %d, merged %d), sent %d, failed attempts %d\n",
+			r.Totals.Received, r.Totals.Duplicates, r.Totals.Merged, r.Totals.Sent, r.Totals.Failed)
+	} else {
+		fmt.Fprintln(w, "The service is not running: start it with `courier serve` (or systemctl start courier).")
+	}
+}
