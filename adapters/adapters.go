@@ -271,3 +271,29 @@ func Accepted(ctx context.Context) []schema.RecipientResult {
 	a, _ := ctx.Value(acceptedKey{}).([]schema.RecipientResult)
 	return a
 }
+
+// Committer bounds the duplicates a crash can cause. A Sender calls
+// EnterCommit just before the step that hands a message over for good (the
+// final "." of SMTP DATA); the engine lets one send at a time past it and
+// lets the next one in only once the first is recorded as sent. A crash can
+// then leave at most one message delivered but not recorded: at most one
+// duplicate per crash, whatever the number of sends in flight.
+type Committer interface {
+	Enter(ctx context.Context) error
+}
+
+type committerKey struct{}
+
+// WithCommitter returns a context carrying c.
+func WithCommitter(ctx context.Context, c Committer) context.Context {
+	return context.WithValue(ctx, committerKey{}, c)
+}
+
+// EnterCommit waits for the engine's leave to hand a message over; it
+// returns at once when the context carries no Committer.
+func EnterCommit(ctx context.Context) error {
+	if c, ok := ctx.Value(committerKey{}).(Committer); ok {
+		return c.Enter(ctx)
+	}
+	return nil
+}

@@ -228,7 +228,7 @@ func (mb *Mailbox) Fail(ctx context.Context, id, agent, reason string, retryable
 		if err != nil {
 			return err
 		}
-		m.Metadata.Extra.Failure = &schema.Failure{Reason: reason, Agent: agent, Attempts: res.Failures, Retryable: retryable, FailedAt: schema.NewTime(now)}
+		m.Metadata.Extra.Failure = &schema.Failure{Reason: schema.Text(reason), Agent: agent, Attempts: res.Failures, Retryable: retryable, FailedAt: schema.NewTime(now)}
 		data, err := schema.Encode(m)
 		if err != nil {
 			return err
@@ -278,4 +278,16 @@ func reindexRow(ctx context.Context, tx *sql.Tx, r row) error {
 	}
 	defer in.close()
 	return in.insert(ctx, r)
+}
+
+// insertIfAbsent indexes a row unless its id is indexed already.
+func insertIfAbsent(ctx context.Context, tx *sql.Tx, r row) error {
+	var one int
+	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE id = ?`, r.entry.ID).Scan(&one); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	return reindexRow(ctx, tx, r)
 }

@@ -17,7 +17,7 @@ import (
 
 // dbVersion is the version of the database schema below; a database of
 // another version is rebuilt from the files by Open.
-const dbVersion = 4
+const dbVersion = 5
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	lease_until INTEGER NOT NULL DEFAULT 0,
 	last_error  TEXT NOT NULL DEFAULT '',
 	accepted    TEXT NOT NULL DEFAULT '', -- JSON: recipients earlier attempts reached
+	receipt     TEXT NOT NULL DEFAULT '', -- JSON: what the provider said when it took the draft
 	updated_at  INTEGER NOT NULL
 );
 `

@@ -23,6 +23,7 @@ const (
 	DeliverySending   = "sending"   // claimed by the engine
 	DeliveryRetry     = "retry"     // failed for now; due again at next_at
 	DeliveryScheduled = "scheduled" // held until options.schedule_at (next_at)
+	DeliveryAccepted  = "accepted"  // the provider took it; to be filed in archive/
 )
 
 // Due is a queued draft that can be sent now.
@@ -31,6 +32,7 @@ type Due struct {
 	Provider schema.Provider
 	Path     string // relative to the workspace
 	Attempts int
+	State    string
 }
 
 // DueDrafts returns up to limit drafts of the given providers that are due
@@ -45,7 +47,7 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 		ph[i] = fmt.Sprintf(":p%d", i)
 		args = append(args, sql.Named(fmt.Sprintf("p%d", i), string(p)))
 	}
-	q := `SELECT m.id, m.provider, m.path, COALESCE(d.attempts, 0) FROM messages m LEFT JOIN deliveries d ON d.id = m.id
+	q := `SELECT m.id, m.provider, m.path, COALESCE(d.attempts, 0), COALESCE(d.state, 'queued') FROM messages m LEFT JOIN deliveries d ON d.id = m.id
 		WHERE m.box = 'outbound' AND m.provider IN (` + strings.Join(ph, ", ") + `)
 		AND COALESCE(d.state, 'queued') != 'sending' AND COALESCE(d.next_at, 0) <= :now
 		ORDER BY m.ts, m.id LIMIT ` + fmt.Sprint(limit+len(skip))
@@ -58,7 +60,7 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 	for rows.Next() && len(out) < limit {
 		var d Due
 		var p string
-		if err := rows.Scan(&d.ID, &p, &d.Path, &d.Attempts); err != nil {
+		if err := rows.Scan(&d.ID, &p, &d.Path, &d.Attempts, &d.State); err != nil {
 			return nil, err
 		}
 		if skip[d.ID] {
@@ -70,13 +72,14 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 	return out, dbError(rows.Err())
 }
 
-// NextDue returns the earliest time after now at which a waiting draft of
-// the given providers becomes due (zero if none waits).
-func (mb *Mailbox) NextDue(ctx context.Context, providers []schema.Provider, now time.Time) (time.Time, error) {
+// NextDue returns the earliest time at which a draft of the given providers
+// that waits (after a failure, or for its schedule) is due; it may be past.
+// Zero when none waits.
+func (mb *Mailbox) NextDue(ctx context.Context, providers []schema.Provider) (time.Time, error) {
 	if len(providers) == 0 {
 		return time.Time{}, nil
 	}
-	args := []any{now.UnixNano()}
+	var args []any
 	ph := make([]string, len(providers))
 	for i, p := range providers {
 		ph[i] = "?"
@@ -84,7 +87,7 @@ func (mb *Mailbox) NextDue(ctx context.Context, providers []schema.Provider, now
 	}
 	var next sql.NullInt64
 	err := mb.db.QueryRowContext(ctx, `SELECT MIN(d.next_at) FROM deliveries d JOIN messages m ON m.id = d.id
-		WHERE d.state != 'sending' AND d.next_at > ? AND m.box = 'outbound' AND m.provider IN (`+strings.Join(ph, ", ")+`)`, args...).Scan(&next)
+		WHERE d.state != 'sending' AND d.next_at > 0 AND m.box = 'outbound' AND m.provider IN (`+strings.Join(ph, ", ")+`)`, args...).Scan(&next)
 	if err != nil {
 		return time.Time{}, dbError(err)
 	}
@@ -160,6 +163,40 @@ func (mb *Mailbox) AddAccepted(ctx context.Context, id string, more []schema.Rec
 	}
 	_, err = mb.db.ExecContext(ctx, `UPDATE deliveries SET accepted = ? WHERE id = ?`, string(b), id)
 	return dbError(err)
+}
+
+// Receipt is what a provider said when it took a draft.
+type Receipt struct {
+	ProviderMessageID string                   `json:"provider_message_id,omitempty"`
+	Recipients        []schema.RecipientResult `json:"recipients,omitempty"`
+	At                time.Time                `json:"at"`
+}
+
+// MarkAccepted records, at once, that the provider took a draft: a crash
+// before the draft is filed in archive/ then files it at the next start
+// instead of sending it again. The window for a duplicate is the time from
+// the provider's answer to this commit.
+func (mb *Mailbox) MarkAccepted(ctx context.Context, id string, r Receipt) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = mb.db.ExecContext(ctx, `UPDATE deliveries SET state = 'accepted', receipt = ?, next_at = 0, updated_at = ? WHERE id = ?`,
+		string(b), mb.now().UnixNano(), id)
+	return dbError(err)
+}
+
+// AcceptedReceipt returns the receipt MarkAccepted recorded.
+func (mb *Mailbox) AcceptedReceipt(ctx context.Context, id string) (*Receipt, error) {
+	var s string
+	if err := mb.db.QueryRowContext(ctx, `SELECT receipt FROM deliveries WHERE id = ? AND state = 'accepted'`, id).Scan(&s); err != nil {
+		return nil, dbError(err)
+	}
+	var r Receipt
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // RetryDelivery releases a claimed draft to be tried again at next.
@@ -298,7 +335,9 @@ func (mb *Mailbox) IndexQueued(ctx context.Context, rel string) (*schema.Draft, 
 	case d.CreatedAt == nil:
 		return nil, fmt.Errorf("draft has no created_at (queue drafts with `courier send`)")
 	}
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return reindexRow(ctx, tx, draftRow(d, BoxOutbound, rel)) })
+	// Already indexed (by `courier send`, or elsewhere: delivered meanwhile
+	// and the copy here is stale): the row stands.
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)) })
 	return d, err
 }
 

@@ -122,14 +122,9 @@ func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
 		return "", fmt.Errorf("mailbox: queue: %s already exists", name)
 	}
 	rel := mb.Rel(filepath.Join(dir, name))
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		in, err := newInserter(ctx, tx)
-		if err != nil {
-			return err
-		}
-		defer in.close()
-		return in.insert(ctx, draftRow(d, BoxOutbound, rel))
-	})
+	// The engine may have seen the file first (indexed it, even sent and
+	// archived it): then its row stands.
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)) })
 	if err != nil {
 		return "", fmt.Errorf("mailbox: queue %s: %w", d.ID, err)
 	}

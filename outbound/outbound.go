@@ -107,6 +107,10 @@ type Engine struct {
 	busy   map[string]bool // drafts being sent
 	closed bool
 
+	// commit lets one send at a time hand its message over and keeps the
+	// next out until that one is recorded (see adapters.Committer).
+	commit chan struct{}
+
 	sent, failed atomic.Uint64
 }
 
@@ -152,7 +156,7 @@ func New(mb *mailbox.Mailbox, opts *Options) *Engine {
 	return &Engine{
 		mb: mb, opts: o, log: o.Logger, owner: fmt.Sprintf("%s/%d", host, os.Getpid()), enab: enab,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		sendCtx: ctx, cancel: cancel, busy: map[string]bool{},
+		sendCtx: ctx, cancel: cancel, busy: map[string]bool{}, commit: make(chan struct{}, 1),
 	}
 }
 
@@ -294,10 +298,15 @@ func (e *Engine) run(w *fsnotify.Watcher) {
 	}
 }
 
+// resetNext sets the timer to when the next waiting draft is due. With no
+// free slot it waits for a send to finish instead (that wakes the loop).
 func (e *Engine) resetNext(ctx context.Context, t *time.Timer) {
 	d := time.Hour
-	if at, err := e.mb.NextDue(ctx, e.enab, e.opts.Now()); err == nil && !at.IsZero() {
-		d = max(time.Until(at), time.Millisecond)
+	e.mu.Lock()
+	free := e.opts.Concurrency - len(e.busy)
+	e.mu.Unlock()
+	if at, err := e.mb.NextDue(ctx, e.enab); err == nil && !at.IsZero() && free > 0 {
+		d = max(at.Sub(e.opts.Now()), time.Millisecond)
 	}
 	if !t.Stop() {
 		select {
@@ -355,7 +364,9 @@ func (e *Engine) noteFile(ctx context.Context, path string) {
 	}
 	_, id, ok := mailbox.ParseFileName(filepath.Base(path))
 	if ok {
-		if ent, err := e.mb.Get(ctx, id); err == nil && ent.Path == rel {
+		if _, err := e.mb.Get(ctx, id); err == nil {
+			// Known: queued by `courier send`, or already delivered and
+			// this is the copy about to be removed.
 			e.Wake()
 			return
 		}
@@ -400,6 +411,22 @@ func (e *Engine) dispatch(ctx context.Context) {
 		return
 	}
 	for _, d := range due {
+		if d.State == mailbox.DeliveryAccepted {
+			// Taken by the provider before a crash: file it, do not send.
+			e.mu.Lock()
+			e.busy[d.ID] = true
+			e.mu.Unlock()
+			e.inflight.Add(1)
+			go func(d mailbox.Due) {
+				defer e.inflight.Done()
+				e.fileAccepted(ctx, d)
+				e.mu.Lock()
+				delete(e.busy, d.ID)
+				e.mu.Unlock()
+				e.Wake()
+			}(d)
+			continue
+		}
 		attempts, ok, err := e.mb.ClaimDelivery(ctx, d.ID, e.owner, e.opts.Now(), 2*e.opts.SendTimeout)
 		if err != nil {
 			e.log.Error("outbound: claim failed", "id", d.ID, "err", err)
@@ -473,7 +500,9 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		e.retry(ctx, log, due, attempts, nil, err)
 		return
 	}
-	sctx, cancel := context.WithTimeout(adapters.WithAccepted(e.sendCtx, accepted), e.opts.SendTimeout)
+	tk := &ticket{gate: e.commit}
+	defer tk.Leave()
+	sctx, cancel := context.WithTimeout(adapters.WithCommitter(adapters.WithAccepted(e.sendCtx, accepted), tk), e.opts.SendTimeout)
 	start := e.opts.Now()
 	rcpt, err := sender.Send(sctx, d)
 	cancel()
@@ -495,8 +524,13 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		return
 	}
 	now := e.opts.Now()
+	results := append(accepted, rcpt.Recipients...)
+	if err := e.mb.MarkAccepted(ctx, d.ID, mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Recipients: results, At: now}); err != nil {
+		log.Error("outbound: sent, but could not record it", "err", err)
+	}
+	tk.Leave() // recorded: the next send may hand its message over
 	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: attempts, SentAt: schema.TimePtr(now),
-		ProviderMessageID: rcpt.ProviderMessageID, Recipients: append(accepted, rcpt.Recipients...)}
+		ProviderMessageID: rcpt.ProviderMessageID, Recipients: results}
 	rel, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxArchive)
 	if err != nil {
 		// Accepted but not filed: a restart finds it queued and sends it
@@ -513,6 +547,29 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		e.opts.Observer.Sent(d.Provider, now.Sub(queued))
 	}
 	log.Info("sent", "to", strings.Join(d.To, ","), "provider_message_id", rcpt.ProviderMessageID, "archived", rel)
+}
+
+// fileAccepted archives a draft the provider took before a crash stopped
+// the engine from filing it.
+func (e *Engine) fileAccepted(ctx context.Context, due mailbox.Due) {
+	log := e.log.With("id", due.ID, "provider", due.Provider)
+	r, err := e.mb.AcceptedReceipt(ctx, due.ID)
+	if err != nil {
+		log.Error("outbound: cannot read the receipt of a sent draft", "err", err)
+		return
+	}
+	d, _, err := e.mb.Draft(ctx, due.ID)
+	if err != nil {
+		log.Error("outbound: cannot read a sent draft", "err", err)
+		return
+	}
+	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: max(due.Attempts, 1), SentAt: schema.TimePtr(r.At),
+		ProviderMessageID: r.ProviderMessageID, Recipients: r.Recipients}
+	if _, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxArchive); err != nil {
+		log.Error("outbound: cannot file a sent draft", "err", err)
+		return
+	}
+	log.Info("filed a draft sent before the service stopped")
 }
 
 func (e *Engine) observeFail(p schema.Provider, permanent bool) {
@@ -549,7 +606,7 @@ func (e *Engine) fail(ctx context.Context, log *slog.Logger, due mailbox.Due, d 
 	if d.Delivery != nil {
 		reached = d.Delivery.Recipients
 	}
-	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: attempts, FailedAt: schema.TimePtr(e.opts.Now()), Reason: reason, Recipients: reached}
+	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: attempts, FailedAt: schema.TimePtr(e.opts.Now()), Reason: schema.Text(reason), Recipients: reached}
 	rel, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxDeadletter)
 	if err != nil {
 		log.Error("outbound: cannot set the draft aside", "err", err)
@@ -571,3 +628,30 @@ func (e *Engine) backoff(attempts int) time.Duration {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ticket is one send's pass through the engine's commit gate.
+type ticket struct {
+	gate chan struct{}
+	held atomic.Bool
+}
+
+// Enter implements adapters.Committer.
+func (t *ticket) Enter(ctx context.Context) error {
+	if t.held.Load() {
+		return nil
+	}
+	select {
+	case t.gate <- struct{}{}:
+		t.held.Store(true)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Leave releases the gate if this send holds it.
+func (t *ticket) Leave() {
+	if t.held.CompareAndSwap(true, false) {
+		<-t.gate
+	}
+}

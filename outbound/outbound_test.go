@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -101,6 +102,9 @@ func setup(t *testing.T) *env {
 func (e *env) start(t *testing.T, opts outbound.Options) *outbound.Engine {
 	t.Helper()
 	opts.Dropzone = e.dz
+	if os.Getenv("COURIER_TEST_LOG") != "" {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if opts.BackoffBase == 0 {
 		opts.BackoffBase = 20 * time.Millisecond
 	}
@@ -257,11 +261,11 @@ func TestPermanentAndExhausted(t *testing.T) {
 	}
 	got, path := e.draftAt(t, bad.ID)
 	if !strings.HasPrefix(path, ".monoco/mailbox/.deadletter/lark/") || got.Delivery.Status != "failed" ||
-		got.Delivery.Attempts != 1 || !strings.Contains(got.Delivery.Reason, "550 5.1.1") {
+		got.Delivery.Attempts != 1 || !strings.Contains(string(got.Delivery.Reason), "550 5.1.1") {
 		t.Errorf("permanent: %s %+v", path, got.Delivery)
 	}
 	got, _ = e.draftAt(t, flaky.ID)
-	if got.Delivery.Attempts != 3 || !strings.Contains(got.Delivery.Reason, "gave up after 3 attempts: 451 try later") {
+	if got.Delivery.Attempts != 3 || !strings.Contains(string(got.Delivery.Reason), "gave up after 3 attempts: 451 try later") {
 		t.Errorf("exhausted: %+v", got.Delivery)
 	}
 	if n := len(rec.callsFor(bad.ID)); n != 1 {
@@ -332,7 +336,7 @@ func TestBadInputSetAside(t *testing.T) {
 	waitFor(t, "good archived", func() bool { return e.status(t, good.ID) == mailbox.StatusSent })
 	waitFor(t, "orphan dead", func() bool { return e.status(t, orphan.ID) == mailbox.StatusDead })
 	got, _ := e.draftAt(t, orphan.ID)
-	if !strings.Contains(got.Delivery.Reason, "gone.pdf") || !strings.Contains(got.Delivery.Reason, "no longer in the dropzone") {
+	if !strings.Contains(string(got.Delivery.Reason), "gone.pdf") || !strings.Contains(string(got.Delivery.Reason), "no longer in the dropzone") {
 		t.Errorf("orphan reason: %q", got.Delivery.Reason)
 	}
 	want := map[string]string{

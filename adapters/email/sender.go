@@ -184,8 +184,18 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
-	defer c.Close()
+	quit := false
+	defer func() {
+		if quit {
+			// The transaction is done: say QUIT without making the caller
+			// wait for the answer, so that the draft is recorded as sent
+			// as soon as the server took it (a crash in between resends).
+			go func() { c.Quit(); c.Close(); stop() }()
+			return
+		}
+		c.Close()
+		stop()
+	}()
 	hostname := acct.Hostname
 	if hostname == "" {
 		hostname = domainOf(from)
@@ -228,6 +238,7 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 	}
 	if ok == 0 {
 		c.Reset()
+		quit = true
 		return results, nil
 	}
 	w, err := c.Data()
@@ -238,6 +249,9 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 		w.Close()
 		return nil, classify(err, "DATA")
 	}
+	if err := adapters.EnterCommit(ctx); err != nil {
+		return nil, adapters.Temporary(err)
+	}
 	resp, err := w.CloseWithResponse()
 	if err != nil {
 		return nil, classify(err, "end of DATA")
@@ -247,7 +261,7 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 			results[i].Reply = schema.Text("250 " + resp.StatusText)
 		}
 	}
-	c.Quit()
+	quit = true
 	return results, nil
 }
 

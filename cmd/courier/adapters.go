@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"net"
 	"net/http"
 	"time"
@@ -27,6 +28,7 @@ func buildAdapters(cfg *config.Config, deps adapterDeps) (*adapterSet, error) {
 		health:   map[string]adapters.HealthReporter{},
 		handlers: map[string]http.Handler{},
 		self:     map[schema.Provider][]string{},
+		waiting:  map[schema.Provider]string{},
 	}
 	a := cfg.Courier.Adapters
 	if a.Email.Enabled {
@@ -68,9 +70,7 @@ func (h emailHealth) Health() adapters.Health {
 			details = append(details, ph.Detail)
 		}
 	}
-	if len(details) > 0 {
-		out.Detail = fmt.Sprint(details)
-	}
+	out.Detail = strings.Join(details, "; ")
 	return out
 }
 
@@ -127,6 +127,9 @@ func buildEmail(cfg *config.Config, deps adapterDeps, set *adapterSet) error {
 			accounts = append(accounts, ea)
 			set.checks = append(set.checks, check{name: "email/" + acct.Name + " smtp", fn: ea.Check})
 		}
+	}
+	if len(accounts) == 0 {
+		set.waiting[schema.Email] = "no email account has smtp configured (courier.adapters.email.accounts[].smtp)"
 	}
 	if len(accounts) > 0 {
 		snd := email.NewSender(email.SenderOptions{Accounts: accounts, Dropzone: deps.dropzone, Logger: log})

@@ -145,7 +145,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
 	})
-	svc.Pipeline, svc.Engine, svc.Adapters = pipeline, engine, set.health
+	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.health, set.waiting
 
 	lt := service.NewLifetime(log)
 	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
@@ -334,6 +334,7 @@ type adapterSet struct {
 	health   map[string]adapters.HealthReporter
 	handlers map[string]http.Handler
 	self     map[schema.Provider][]string
+	waiting  map[schema.Provider]string // why a provider has no Sender
 	// checks are what doctor asks of each adapter part: connectivity and
 	// credentials, with an error that says what to fix.
 	checks []check

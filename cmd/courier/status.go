@@ -35,7 +35,7 @@ func (a *app) statusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if rep, err = service.Offline(cmd.Context(), mb, nil); err != nil {
+				if rep, err = service.Offline(cmd.Context(), mb, nil, nil); err != nil {
 					return err
 				}
 				rep.Listen = cfg.Courier.HTTP.Listen

@@ -27,6 +27,8 @@ type Service struct {
 	Engine   *outbound.Engine
 	// Adapters are the enabled adapters, by name (email, lark, slack).
 	Adapters map[string]adapters.HealthReporter
+	// Waiting says, per provider without a Sender, why its drafts wait.
+	Waiting map[schema.Provider]string
 	Version  string
 	Listen   string
 
@@ -98,7 +100,7 @@ func (s *Service) Report(ctx context.Context) Report {
 			r.Status = "degraded"
 		}
 	}
-	rep, err := Offline(ctx, s.Mailbox, s.enabled())
+	rep, err := Offline(ctx, s.Mailbox, s.enabled(), s.Waiting)
 	if err != nil {
 		r.Status, r.Error = "unhealthy", err.Error()
 	}
@@ -125,7 +127,7 @@ func (s *Service) enabled() []schema.Provider {
 
 // Offline is the part of the report the mailbox alone can give: what
 // `courier status` shows when the service is not running.
-func Offline(ctx context.Context, mb *mailbox.Mailbox, enabled []schema.Provider) (Report, error) {
+func Offline(ctx context.Context, mb *mailbox.Mailbox, enabled []schema.Provider, waiting map[schema.Provider]string) (Report, error) {
 	r := Report{Service: "stopped", Adapters: map[string]adapters.Health{}}
 	counts, err := mb.Count(ctx)
 	if err != nil {
@@ -146,7 +148,10 @@ func Offline(ctx context.Context, mb *mailbox.Mailbox, enabled []schema.Provider
 	for _, q := range qs {
 		e := Queue{OutboundStatus: q, Enabled: on[q.Provider]}
 		if !e.Enabled {
-			e.Waiting = "the " + string(q.Provider) + " adapter is not enabled in the config (courier.adapters." + string(q.Provider) + ".enabled)"
+			e.Waiting = waiting[q.Provider]
+			if e.Waiting == "" {
+				e.Waiting = "the " + string(q.Provider) + " adapter is not enabled in the config (courier.adapters." + string(q.Provider) + ".enabled)"
+			}
 		}
 		r.Outbound = append(r.Outbound, e)
 	}

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/mail"
+	"net/smtp"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// freeAddr returns a 127.0.0.1 address nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveProc is a `courier serve` process.
+type serveProc struct {
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	mu     *sync.Mutex
+	done   chan struct{}
+	health string
+}
+
+type lockedBuffer struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (s *serveProc) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// startServe starts `courier serve` in ws and waits until /health answers.
+func startServe(t *testing.T, ws, httpAddr string, args ...string) *serveProc {
+	t.Helper()
+	s := &serveProc{out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{}), health: "http://" + httpAddr + "/health"}
+	s.cmd = exec.Command(courierBin, append([]string{"--root", ws, "serve", "--log-level", "debug"}, args...)...)
+	s.cmd.Stdout = lockedBuffer{s.mu, s.out}
+	s.cmd.Stderr = lockedBuffer{s.mu, s.out}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() { s.kill() })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			t.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.log())
+		default:
+		}
+		if resp, err := http.Get(s.health); err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("courier serve did not answer /health:\n%s", s.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *serveProc) kill() {
+	if s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (s *serveProc) stop(t *testing.T) int {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("courier serve did not stop on SIGTERM:\n%s", s.log())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+func writeConfig(t *testing.T, ws, cfg string) {
+	t.Helper()
+	p := filepath.Join(ws, ".monoco/config/courier.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(cfg), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitUntil polls cond with a deadline.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sendMail(addr, from, to, msgID, subject, body string) error {
+	msg := fmt.Sprintf("From: %s\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s>\r\nDate: %s\r\n\r\n%s\r\n",
+		from, to, subject, msgID, time.Now().Format(time.RFC1123Z), body)
+	return smtp.SendMail(addr, nil, from, []string{to}, []byte(msg))
+}
+
+func countIDs(t *testing.T, ws string, args ...string) []string {
+	out, _, _ := cli(t, ws, "", append([]string{"list", "--format", "id"}, args...)...)
+	return strings.Fields(out)
+}
+
+// The whole loop on real processes and a real SMTP peer: mail in through
+// the receiver, listed and read by an agent, answered with `courier send`,
+// delivered over SMTP with the reply headers, archived; /health and
+// /metrics tell; SIGTERM stops it cleanly.
+func TestServeEndToEnd(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	recv, web := freeAddr(t), freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf(`courier:
+  http: {listen: %s}
+  outbound: {rescan_interval: 1s}
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: %s, addresses: [agent@corp.example]}
+      accounts:
+        - name: work
+          addresses: [agent@corp.example]
+          smtp: {host: %s, port: %d, tls: none}
+`, web, recv, sink.Host(), sink.Port()))
+	s := startServe(t, ws, web)
+
+	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q1@example.com", "Logs please", "Can you look at the logs?"); err != nil {
+		t.Fatalf("send to the receiver: %v\n%s", err, s.log())
+	}
+	ids := countIDs(t, ws)
+	if len(ids) != 1 {
+		t.Fatalf("after the 250, list shows %v", ids)
+	}
+	out, _, _ := cli(t, ws, "", "read", ids[0], "--content")
+	if strings.TrimSpace(out) != "Can you look at the logs?" {
+		t.Errorf("read --content = %q", out)
+	}
+	out, e, code := cli(t, ws, "", "send", "--reply-to", ids[0], "--text", "Looking now.")
+	if code != 0 {
+		t.Fatalf("send: %d %s", code, e)
+	}
+	msgs := sink.WaitMessages(t, 1, 20*time.Second)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get("In-Reply-To") != "<q1@example.com>" || m.Header.Get("Subject") != "Re: Logs please" || msgs[0].To[0] != "ann@example.com" {
+		t.Errorf("reply: In-Reply-To %q Subject %q to %v", m.Header.Get("In-Reply-To"), m.Header.Get("Subject"), msgs[0].To)
+	}
+	waitUntil(t, 10*time.Second, "the draft archived", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+	var rep struct {
+		Status   string
+		Adapters map[string]struct{ Status string }
+		Totals   struct{ Received, Sent uint64 }
+	}
+	resp, err := http.Get(s.health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&rep)
+	resp.Body.Close()
+	if rep.Status != "healthy" || rep.Adapters["email"].Status != "connected" || rep.Adapters["lark"].Status != "disabled" || rep.Totals.Received != 1 || rep.Totals.Sent != 1 {
+		t.Errorf("/health = %+v", rep)
+	}
+	resp, _ = http.Get("http://" + web + "/metrics")
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`courier_messages_received_total{provider="email"} 1`, `courier_messages_sent_total{provider="email"} 1`,
+		`courier_adapter_health{adapter="email",status="connected"} 1`, `courier_queue_depth`, `courier_processing_duration_bucket{direction="outbound"`} {
+		if want == "courier_queue_depth" {
+			continue // no queue left: the gauge has no series
+		}
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	out, _, code = cli(t, ws, "", "status", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"service": "running"`) {
+		t.Errorf("status: %d %s", code, out)
+	}
+	// A second serve on the same mailbox is refused at once.
+	second := exec.Command(courierBin, "--root", ws, "serve")
+	outb, _ := second.CombinedOutput()
+	if second.ProcessState.ExitCode() != exitConflict || !strings.Contains(string(outb), "another courier serve is running") {
+		t.Errorf("second serve: exit %d %s", second.ProcessState.ExitCode(), outb)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM:\n%s", code, s.log())
+	}
+	if !strings.Contains(s.log(), "stopped") {
+		t.Errorf("no clean stop in the log:\n%s", s.log())
+	}
+	// Stopped: status says so and exits 3.
+	out, _, code = cli(t, ws, "", "status")
+	if code != exitNoService || !strings.Contains(out, "Service:   stopped") {
+		t.Errorf("status after stop: %d %s", code, out)
+	}
+	// No secret, and no password, in the log.
+	if strings.Contains(s.log(), "password") {
+		t.Errorf("log mentions a password:\n%s", s.log())
+	}
+}
+
+// A failed start is rolled back: a port in use stops what started, the lock
+// is released, and the error names the setting.
+func TestServeStartFailures(t *testing.T) {
+	ws := newWorkspace(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	web := freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, busy.Addr()))
+	cmd := exec.Command(courierBin, "--root", ws, "serve")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitUnavailable || !strings.Contains(string(out), "listen on "+busy.Addr().String()) {
+		t.Errorf("receiver port in use: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	// The HTTP server that had started was stopped: its port is free.
+	if ln, err := net.Listen("tcp", web); err != nil {
+		t.Errorf("http port still held after the rolled-back start: %v", err)
+	} else {
+		ln.Close()
+	}
+	// A malformed config: one error naming the key and line, exit 78.
+	writeConfig(t, ws, "courier:\n  http: {listen: 127.0.0.1:1}\n  outbond: {max_attempts: 3}\n")
+	cmd = exec.Command(courierBin, "--root", ws, "serve")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitConfig || !strings.Contains(string(out), `courier.yaml:3: courier.outbond: unknown field "outbond" (did you mean "outbound"?)`) {
+		t.Errorf("bad config: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// Kill -9 the service at random instants while it delivers hundreds of
+// drafts, restart it, and at the end: every draft delivered and archived,
+// none left claimed, duplicates at most one per kill.
+func TestCrashDuringDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the service")
+	}
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	web := freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf(`courier:
+  http: {listen: %s}
+  outbound: {rescan_interval: 1s, backoff_base: 100ms, concurrency: 8}
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: ""}
+      accounts:
+        - name: work
+          addresses: [agent@corp.example]
+          smtp: {host: %s, port: %d, tls: none}
+`, web, sink.Host(), sink.Port()))
+	const n = 300
+	mb, err := mailbox.Open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		d := &schema.Draft{ID: fmt.Sprintf("email_out_%032x", i), Provider: schema.Email, To: schema.Recipients{"ann@example.com"},
+			Subject: fmt.Sprint("report ", i), CreatedAt: schema.TimePtr(time.Now()), IdempotencyKey: fmt.Sprintf("<draft-%d@corp.example>", i),
+			Email: &schema.EmailHeaders{From: "agent@corp.example", Account: "work"}, Body: "numbers attached\n"}
+		if _, err := mb.Queue(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mb.Close()
+	kills := 0
+	for i := 0; i < 4; i++ {
+		s := startServe(t, ws, web)
+		time.Sleep(time.Duration(50+rand.IntN(300)) * time.Millisecond)
+		s.kill()
+		kills++
+	}
+	s := startServe(t, ws, web)
+	waitUntil(t, 60*time.Second, "every draft delivered", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == n })
+	if code := s.stop(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	got := map[string]int{}
+	partial := 0
+	for _, m := range sink.Messages(t) {
+		msg, err := mail.ReadMessage(bytes.NewReader(m.Raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// smtp-sink also dumps a transaction the client dropped before
+		// the final ".": such a message was not delivered.
+		if !bytes.HasSuffix(bytes.TrimRight(m.Raw, "\r\n"), []byte("--")) {
+			partial++
+			continue
+		}
+		got[msg.Header.Get("Message-Id")]++
+	}
+	t.Logf("%d transactions cut short by a kill", partial)
+	dups := 0
+	for i := 0; i < n; i++ {
+		c := got[fmt.Sprintf("<draft-%d@corp.example>", i)]
+		if c == 0 {
+			t.Errorf("draft %d never delivered", i)
+		}
+		dups += max(c-1, 0)
+	}
+	if dups > kills {
+		t.Errorf("%d duplicates after %d kills: more than one per crash", dups, kills)
+	}
+	t.Logf("%d drafts, %d kills, %d duplicate deliveries", n, kills, dups)
+	mb, err = mailbox.Open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	var rows int
+	mb.DB().QueryRow(`SELECT COUNT(*) FROM deliveries`).Scan(&rows)
+	if rows != 0 {
+		t.Errorf("%d delivery rows left (claims stuck)", rows)
+	}
+	if left, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/outbound/email")); len(left) != 0 {
+		t.Errorf("%d drafts left in outbound/", len(left))
+	}
+	archived, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/archive/email"))
+	if len(archived) != n {
+		t.Errorf("%d archived, want %d", len(archived), n)
+	}
+}
+
+// Kill -9 the service at random instants while mail pours into its
+// receiver from senders that retry like any MTA: at the end every message
+// is in the mailbox exactly once.
+func TestCrashDuringIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the service")
+	}
+	ws := newWorkspace(t)
+	recv, web := freeAddr(t), freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, recv))
+	const n = 200
+	s := startServe(t, ws, web)
+	var wg sync.WaitGroup
+	work := make(chan int, n)
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				for sendMail(recv, "ann@example.com", "agent@example.com", fmt.Sprintf("m%d@example.com", i), fmt.Sprint("message ", i), "body") != nil {
+					time.Sleep(30 * time.Millisecond) // deferred: try again, as an MTA does
+				}
+			}
+		}()
+	}
+	kills := 0
+	for i := 0; i < 3; i++ {
+		time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+		s.kill()
+		kills++
+		s = startServe(t, ws, web)
+	}
+	wg.Wait()
+	s.stop(t)
+	files, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/inbound/email"))
+	seen := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(ws, ".monoco/mailbox/inbound/email", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := schema.Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		seen[m.Metadata.ProviderRaw["message_id"].(string)]++
+	}
+	for i := 0; i < n; i++ {
+		if c := seen[fmt.Sprintf("<m%d@example.com>", i)]; c != 1 {
+			t.Errorf("message %d written %d times", i, c)
+		}
+	}
+	if len(files) != n {
+		t.Errorf("%d files, want %d", len(files), n)
+	}
+	if ids := countIDs(t, ws); len(ids) != n {
+		t.Errorf("index lists %d, want %d", len(ids), n)
+	}
+	t.Logf("%d messages, %d kills", n, kills)
+}
