@@ -29,8 +29,8 @@ type Service struct {
 	Adapters map[string]adapters.HealthReporter
 	// Waiting says, per provider without a Sender, why its drafts wait.
 	Waiting map[schema.Provider]string
-	Version  string
-	Listen   string
+	Version string
+	Listen  string
 
 	started  time.Time
 	stopping atomic.Bool
