@@ -432,3 +432,74 @@ func TestCrashDuringIngest(t *testing.T) {
 	}
 	t.Logf("%d messages, %d kills", n, kills)
 }
+
+// doctor says what works and, precisely, what to fix.
+func TestDoctor(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	closed := freeAddr(t)
+	host, port, _ := net.SplitHostPort(closed)
+	writeConfig(t, ws, fmt.Sprintf(`courier:
+  http: {listen: %s}
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: %s}
+      accounts:
+        - name: good
+          smtp: {host: %s, port: %d, tls: none}
+        - name: down
+          smtp: {host: %s, port: %s, tls: none}
+`, freeAddr(t), freeAddr(t), sink.Host(), sink.Port(), host, port))
+	out, _, code := cli(t, ws, "", "doctor")
+	if code != exitUnavailable {
+		t.Errorf("exit %d, want %d:\n%s", code, exitUnavailable, out)
+	}
+	for _, want := range []string{"✓ config", "✓ layout", "✓ database", "✓ email/good smtp", "✗ email/down smtp",
+		"connection refused", "check the smtp host, port and tls of account down", "1 check(s) failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	// A message file made writable is a permission problem doctor names.
+	seed(t, ws, testutil.Message(schema.Lark, "om_perm", testutil.Time("2026-01-01T00:00:00Z"), "x"))
+	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/lark/*.md"))
+	os.Chmod(files[0], 0o644)
+	out, _, _ = cli(t, ws, "", "doctor")
+	if !strings.Contains(out, "✗ permissions") || !strings.Contains(out, "must be read-only (0444)") {
+		t.Errorf("writable message file not reported:\n%s", out)
+	}
+}
+
+// --log-format json writes one JSON object per line.
+func TestServeJSONLogs(t *testing.T) {
+	ws := newWorkspace(t)
+	web := freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, freeAddr(t)))
+	s := startServe(t, ws, web, "--log-format", "json")
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(s.log()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("log: %q", s.log())
+	}
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v["msg"] == nil || v["level"] == nil {
+			t.Errorf("not a JSON log line: %q", l)
+		}
+	}
+}
+
+// The example drafts of testdata/ are valid.
+func TestExampleDrafts(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/drafts/*.md")
+	if len(files) < 4 {
+		t.Fatalf("found %d example drafts", len(files))
+	}
+	out, e, code := cli(t, t.TempDir(), "", append([]string{"validate"}, files...)...)
+	if code != 0 || strings.Count(out, "ok (draft)") != len(files) {
+		t.Errorf("validate: %d %s %s", code, out, e)
+	}
+}
