@@ -228,7 +228,13 @@ func (p *Pipeline) Deliver(ctx context.Context, events ...adapters.Event) error 
 	case 2:
 		return ErrStopped
 	}
-	r := &request{events: events, done: make(chan error, 1)}
+	return p.call(ctx, &request{events: events, done: make(chan error, 1)})
+}
+
+// call hands a request to the writer and waits for its outcome. When ctx
+// ends first the write still goes on and will be durable; the source
+// redelivers and the duplicate is dropped.
+func (p *Pipeline) call(ctx context.Context, r *request) error {
 	select {
 	case p.reqs <- r:
 	case <-p.stop:
@@ -247,8 +253,6 @@ func (p *Pipeline) Deliver(ctx context.Context, events ...adapters.Event) error 
 			return ErrStopped
 		}
 	case <-ctx.Done():
-		// The write goes on and will be durable; the source redelivers
-		// and the duplicate is dropped.
 		return ctx.Err()
 	}
 }
@@ -527,22 +531,7 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 
 // flushDue asks the writer to flush the groups that are due, and waits.
 func (p *Pipeline) flushDue(ctx context.Context) error {
-	r := &request{due: true, done: make(chan error, 1)}
-	select {
-	case p.reqs <- r:
-	case <-p.stop:
-		return ErrStopped
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-p.stopped:
-		return ErrStopped
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.call(ctx, &request{due: true, done: make(chan error, 1)})
 }
 
 func (p *Pipeline) forgetStaged(name string) {

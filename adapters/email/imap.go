@@ -207,6 +207,7 @@ func (s *IMAPSource) session(ctx context.Context, folder string, sink adapters.S
 		}
 		s.Set(adapters.StatusConnected, detail)
 		if !idle {
+			ic.clearDeadline() // the connection is silent until the next poll
 			select {
 			case <-ctx.Done():
 				return nil
@@ -228,11 +229,14 @@ func (s *IMAPSource) session(ctx context.Context, folder string, sink adapters.S
 // (go-imap re-issues IDLE every 28 minutes by itself, before servers'
 // 29-minute limit.)
 func (s *IMAPSource) idle(ctx context.Context, ic *imapConn) error {
-	ic.clearDeadline()
+	// The server's "+ idling" is awaited within Timeout; then the
+	// connection may be silent until the heartbeat.
+	ic.deadline(s.opts.Timeout)
 	cmd, err := ic.c.Idle()
 	if err != nil {
 		return fmt.Errorf("IDLE: %w", err)
 	}
+	ic.clearDeadline()
 	select {
 	case <-ic.updates:
 	case <-time.After(s.opts.Heartbeat):
@@ -290,6 +294,7 @@ func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string
 	}
 	if sel.NumMessages == 0 {
 		if validity != sel.UIDValidity {
+			ic.clearDeadline() // the server has nothing to say while the sink writes
 			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
 		}
 		return nil
@@ -311,6 +316,7 @@ func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string
 	slices.Sort(uids)
 	if len(uids) == 0 {
 		if validity != sel.UIDValidity {
+			ic.clearDeadline()
 			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
 		}
 		return nil
@@ -404,6 +410,9 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 		}
 	}
 	events = append(events, adapters.Event{Checkpoint: cp})
+	// Writing a chunk (fsyncs) may take longer than Timeout while the
+	// server rightly has nothing to say.
+	ic.clearDeadline()
 	if err := sink.Deliver(ctx, events...); err != nil {
 		return err
 	}
@@ -484,13 +493,110 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 // imapConn is a logged-in connection.
 type imapConn struct {
 	c       *imapclient.Client
-	raw     net.Conn
+	raw     *watchdogConn
 	updates chan struct{}
 	stop    func() bool
 }
 
-func (ic *imapConn) deadline(d time.Duration) { ic.raw.SetDeadline(time.Now().Add(d)) }
-func (ic *imapConn) clearDeadline()           { ic.raw.SetDeadline(time.Time{}) }
+// deadline arms the connection's watchdog: from now on it is closed when
+// it makes no progress for d (see watchdogConn).
+func (ic *imapConn) deadline(d time.Duration) { ic.raw.arm(d) }
+
+// clearDeadline disarms it, while the connection is rightly silent (IDLE,
+// between polls, while the sink writes).
+func (ic *imapConn) clearDeadline() { ic.raw.arm(0) }
+
+// watchdogConn bounds the connection's silence by the source's own
+// Timeout, on top of the deadlines go-imap sets itself. go-imap's client
+// sets a 30 s read deadline for each response (5 min inside a literal) and
+// clears it after each response, so a deadline set on the raw connection
+// lasts only until the next response: a connection that goes silent after
+// that (a dead peer whose TCP stack still answers, a NAT that dropped its
+// mapping) would hang a command forever, and a server that accepts but
+// never greets would hold the connect for 30 s whatever the Timeout. Here
+// every read and write deadline go-imap asks for is capped by ours, and
+// ours moves on whenever bytes pass, so a large message on a slow link is
+// not cut, only a stalled connection.
+type watchdogConn struct {
+	net.Conn
+	mu     sync.Mutex
+	limit  time.Duration // 0: disarmed
+	until  time.Time     // now + limit at the last progress
+	rd, wd time.Time     // the deadlines go-imap asked for
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// apply sets the effective deadlines; w.mu is held.
+func (w *watchdogConn) apply() error {
+	err := w.Conn.SetReadDeadline(earliest(w.rd, w.until))
+	if err2 := w.Conn.SetWriteDeadline(earliest(w.wd, w.until)); err == nil {
+		err = err2
+	}
+	return err
+}
+
+func (w *watchdogConn) arm(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.limit, w.until = d, time.Time{}
+	if d > 0 {
+		w.until = time.Now().Add(d)
+	}
+	w.apply()
+}
+
+// progress pushes the watchdog's deadline on after bytes passed.
+func (w *watchdogConn) progress() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limit > 0 {
+		w.until = time.Now().Add(w.limit)
+		w.apply()
+	}
+}
+
+func (w *watchdogConn) Read(p []byte) (int, error) {
+	n, err := w.Conn.Read(p)
+	if n > 0 {
+		w.progress()
+	}
+	return n, err
+}
+
+func (w *watchdogConn) Write(p []byte) (int, error) {
+	n, err := w.Conn.Write(p)
+	if n > 0 {
+		w.progress()
+	}
+	return n, err
+}
+
+func (w *watchdogConn) SetDeadline(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rd, w.wd = t, t
+	return w.apply()
+}
+
+func (w *watchdogConn) SetReadDeadline(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rd = t
+	return w.Conn.SetReadDeadline(earliest(w.rd, w.until))
+}
+
+func (w *watchdogConn) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wd = t
+	return w.Conn.SetWriteDeadline(earliest(w.wd, w.until))
+}
 
 func (ic *imapConn) close() {
 	ic.deadline(5 * time.Second)
@@ -507,11 +613,13 @@ var errAuth = errors.New("authentication failed")
 func (s *IMAPSource) connect(ctx context.Context) (*imapConn, error) {
 	srv := s.opts.Server
 	d := &net.Dialer{Timeout: s.opts.Timeout, KeepAlive: 30 * time.Second}
-	raw, err := d.DialContext(ctx, "tcp", srv.addr())
+	nc, err := d.DialContext(ctx, "tcp", srv.addr())
 	if err != nil {
 		return nil, fmt.Errorf("imap %s: %w", srv.addr(), err)
 	}
-	raw.SetDeadline(time.Now().Add(s.opts.Timeout))
+	// TLS, the greeting and the login are bounded by Timeout too.
+	raw := &watchdogConn{Conn: nc}
+	raw.arm(s.opts.Timeout)
 	ic := &imapConn{raw: raw, updates: make(chan struct{}, 1)}
 	opts := &imapclient.Options{
 		TLSConfig: srv.tlsConfig(),

@@ -236,41 +236,22 @@ func validStatus(s string) bool {
 }
 
 func (a *app) threadCommand() *cobra.Command {
-	var format string
-	c := &cobra.Command{
-		Use:   "thread KEY",
-		Short: "Show every message and draft of a thread (KEY is a thread key or any message id in it)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, listFormats); err != nil {
-				return err
-			}
-			mb, err := a.mailbox()
-			if err != nil {
-				return err
-			}
-			ew := newEntryWriter(a.stdout, format)
-			if err := mb.Thread(cmd.Context(), args[0], ew.write); err != nil {
-				return err
-			}
-			if err := ew.close(); err != nil {
-				return err
-			}
-			if ew.n == 0 {
-				return withCode(exitNotFound, fmt.Errorf("no thread %q", args[0]))
-			}
-			return nil
-		},
-	}
-	c.Flags().StringVar(&format, "format", "table", "table, json, compact or id")
-	return c
+	return a.filterCommand("thread KEY", "Show every message and draft of a thread (KEY is a thread key or any message id in it)",
+		func(key string) mailbox.Filter { return mailbox.Filter{Both: true, Thread: key} }, "no thread %q")
 }
 
 func (a *app) contextCommand() *cobra.Command {
+	return a.filterCommand("context CORRELATION_ID", "Show everything with a correlation id: inbound, archived and sent, by time",
+		func(corr string) mailbox.Filter { return mailbox.Filter{Both: true, Correlation: corr} }, "nothing carries correlation id %q")
+}
+
+// filterCommand is a command listing, in the list formats, what a filter
+// made of its one argument selects; nothing selected is exit 1.
+func (a *app) filterCommand(use, short string, filter func(arg string) mailbox.Filter, none string) *cobra.Command {
 	var format string
 	c := &cobra.Command{
-		Use:   "context CORRELATION_ID",
-		Short: "Show everything with a correlation id: inbound, archived and sent, by time",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, listFormats); err != nil {
@@ -281,14 +262,14 @@ func (a *app) contextCommand() *cobra.Command {
 				return err
 			}
 			ew := newEntryWriter(a.stdout, format)
-			if err := mb.Context(cmd.Context(), args[0], ew.write); err != nil {
+			if err := mb.List(cmd.Context(), filter(args[0]), ew.write); err != nil {
 				return err
 			}
 			if err := ew.close(); err != nil {
 				return err
 			}
 			if ew.n == 0 {
-				return withCode(exitNotFound, fmt.Errorf("nothing carries correlation id %q", args[0]))
+				return withCode(exitNotFound, fmt.Errorf(none, args[0]))
 			}
 			return nil
 		},
