@@ -2,14 +2,14 @@ package email
 
 import (
 	"context"
-	"io"
-	"log"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"strings"
