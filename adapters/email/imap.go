@@ -347,11 +347,17 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 	if err != nil {
 		return fmt.Errorf("fetch envelopes: %w", err)
 	}
+	// done are the messages the mailbox holds once the chunk is
+	// delivered: MarkSeen and MoveTo apply to them, a second copy of a
+	// message already ingested included (else it would stay unseen in
+	// the folder for ever).
+	var done []imap.UID
 	for _, m := range envs {
 		if m.Envelope != nil && m.Envelope.MessageID != "" {
 			if seen, err := sink.Seen(ctx, threading.EmailID(m.Envelope.MessageID)); err != nil {
 				return err
 			} else if seen {
+				done = append(done, m.UID)
 				continue
 			}
 		}
@@ -359,7 +365,6 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 		sizes[m.UID] = m.RFC822Size
 	}
 	var events []adapters.Event
-	var done []imap.UID
 	if len(want) > 0 {
 		batch := s.opts.Dropzone.NewBatch()
 		defer batch.Abort()
@@ -668,7 +673,10 @@ func (s *IMAPSource) connect(ctx context.Context) (*imapConn, error) {
 	}
 	if err != nil {
 		var ie *imap.Error
-		if errors.As(err, &ie) {
+		// NO [UNAVAILABLE] is the server's own trouble (RFC 5530: its
+		// authentication backend is down), worth retrying: not a bad
+		// password, which fails the service's start.
+		if errors.As(err, &ie) && ie.Code != imap.ResponseCodeUnavailable {
 			return fail(fmt.Errorf("imap %s: %w as %s: %s (check the account's imap username and password)", srv.addr(), errAuth, srv.Username, ie.Text))
 		}
 		return fail(fmt.Errorf("imap %s: login: %w", srv.addr(), err))

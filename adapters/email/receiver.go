@@ -96,7 +96,11 @@ func (r *Receiver) Start(ctx context.Context) error {
 	network, addr := "tcp", r.opts.Addr
 	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
 		network, addr = "unix", p
-		os.Remove(addr) // a socket left by an earlier run
+		// A socket left by an earlier run; anything else at that path is
+		// not ours to remove (binding then fails and says so).
+		if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(addr)
+		}
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, network, addr)
 	if err != nil {

@@ -539,7 +539,17 @@ func (b *bodyWriter) attachment(a schema.DraftArtifact, inline bool) outPart {
 		}
 		h.Set("Content-ID", "<"+strings.Trim(cid, "<>")+">")
 	}
-	h.SetContentDisposition(disp, map[string]string{"filename": a.Name})
+	// The file name as RFC 2231 (filename*=utf-8''...), which MIME
+	// parsers read, rather than go-message's RFC 2047 encoded word inside
+	// the quotes, which RFC 2047 §5 forbids there and the standard
+	// library, among others, leaves undecoded. The Content-Type name
+	// above keeps the encoded word for the old clients that read only
+	// that.
+	if cd := mime.FormatMediaType(disp, map[string]string{"filename": a.Name}); cd != "" {
+		h.Set("Content-Disposition", cd)
+	} else {
+		h.SetContentDisposition(disp, map[string]string{"filename": a.Name})
+	}
 	h.Set("Content-Transfer-Encoding", "base64")
 	return outPart{h: h, leaf: func(w io.Writer) error {
 		if b.dz == nil {
