@@ -42,14 +42,7 @@ var goMessageDeviations = map[string]string{
 // goMessageKnownBugs lists differences that are Normalize's bugs, not yet
 // fixed; they are logged, not failed, so that the cross-check keeps
 // guarding the rest. A listed file that agrees again fails the test.
-var goMessageKnownBugs = map[string]string{
-	// multipart/related; type="text/html" without start, whose first part
-	// is an image: Normalize takes the first part as the root (RFC 2387's
-	// default) and stores the HTML as an artifact, so the message has no
-	// body. The type parameter names the root's type; MimeKit (whose test
-	// message this is) takes the first part of that type as the root.
-	"email/mimekit/multipart-related-mhtml.eml": "the related root ignores the type parameter",
-}
+var goMessageKnownBugs = map[string]string{}
 
 // goMessageView is what go-message makes of a message.
 type goMessageView struct {

@@ -342,3 +342,15 @@ func TestMultipartReader(t *testing.T) {
 		})
 	}
 }
+
+// multipart/related without start takes as its root the first part of the
+// type its type parameter names (RFC 2387 §3.1): MHTML puts the images first.
+func TestRelatedRootByType(t *testing.T) {
+	raw := "Message-ID: <mhtml@x>\r\nFrom: a@x.org\r\nContent-Type: multipart/related; boundary=b; type=\"text/html\"\r\n\r\n" +
+		"--b\r\nContent-Type: image/png\r\nContent-Location: logo.png\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw0K\r\n" +
+		"--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>The <b>body</b></p>\r\n--b--\r\n"
+	m := normalizeBytes(t, []byte(raw))
+	if !strings.Contains(string(m.Content.HTML), "<b>body</b>") || len(m.Artifacts) != 1 || m.Artifacts[0].Type != "image" {
+		t.Errorf("html %q artifacts %+v: the HTML part must be the root", m.Content.HTML, m.Artifacts)
+	}
+}

@@ -184,6 +184,11 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 	}
 	sub := strings.TrimPrefix(media, "multipart/")
 	start := strings.Trim(strings.TrimSpace(ct.get("start")), "<>")
+	// Without start, the root of multipart/related is its first part, or,
+	// when a type parameter names the root's type, the first part of that
+	// type (RFC 2387 §3.1; MHTML puts images before the HTML).
+	relType := strings.ToLower(strings.TrimSpace(ct.get("type")))
+	rootFound := false
 	mr := newMultipartReader(body, boundary)
 	var alts []*bodyCollector
 	index := 0
@@ -226,7 +231,10 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 			cc.defaultType = "message/rfc822"
 		case "related":
 			cc.related = true
-			if start == "" {
+			if start == "" && relType != "" {
+				cc.root = !rootFound && parseMediaType(ph.get("Content-Type")).value == relType
+				rootFound = rootFound || cc.root
+			} else if start == "" {
 				cc.root = index == 1
 			} else {
 				cc.root = strings.Trim(strings.TrimSpace(string(ph.get("Content-Id"))), "<>") == start
