@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 4 benchmarks: Courier's email paths, each beside the tool a user
+# would otherwise pick, in one run, reported as ratios:
+#   1. `courier fetch` of 5,000 realistic messages (23 MB) from a local
+#      Dovecot against mbsync (FSync on, its default) from the same
+#      Dovecot: median wall time of RUNS runs each, fresh state every run;
+#      and courier's peak RSS (GNU time %M);
+#   2. the peak RSS a 100 MB attachment adds to `courier fetch` (against a
+#      4.6 KB message), beside what it adds to mbsync;
+#   3. IDLE push: APPEND over IMAP -> file in inbound/email/ with `courier
+#      serve` idling, beside a bare IDLE client's APPEND -> EXISTS
+#      (Dovecot's own notification delay);
+#   4. 1,000 drafts delivered by `courier serve` to Postfix's smtp-sink
+#      against msmtp sending the same 1,000 messages, a process each.
+# The benchmarks are Go code in bench/emailbench (they start their own
+# Dovecot and smtp-sink through internal/testutil); this script builds the
+# binary, runs them once each and prints the table.
+#
+# Usage: bench/email.sh
+#   RUNS=5 N=5000 SAMPLES=50 DRAFTS=1000 PACED=200   the sizes (defaults shown)
+#   PREFILL=50000                                      inbound messages in the send benchmark's mailbox first
+#   BENCH=Fetch                                        a subset (a -bench regexp)
+# Needs what scripts/test.sh installs (as root on Debian): dovecot-imapd,
+# isync, msmtp, postfix (smtp-sink), time.
+set -euo pipefail
+RUNS=${RUNS:-5}
+N=${N:-5000}
+SAMPLES=${SAMPLES:-50}
+DRAFTS=${DRAFTS:-1000}
+PACED=${PACED:-200}
+PREFILL=${PREFILL:-0}
+BENCH=${BENCH:-.}
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin:/sbin"
+
+missing=()
+for c in dovecot doveadm mbsync msmtp smtp-sink /usr/bin/time; do
+  command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench: missing ${missing[*]}; run scripts/test.sh once (as root it installs them)" >&2
+  exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/courier-emailbench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/courier" ./cmd/courier
+go test -c -o "$work/emailbench.test" ./bench/emailbench
+: >"$work/rows.tsv"
+
+cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
+echo "== $(nproc) cores ($cpu), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r)"
+echo "== $(go version | cut -d' ' -f3), dovecot $(dovecot --version | cut -d' ' -f1), $(mbsync --version), $(msmtp --version | head -1)"
+echo "== RUNS=$RUNS N=$N SAMPLES=$SAMPLES DRAFTS=$DRAFTS PACED=$PACED PREFILL=$PREFILL"
+start=$(date +%s)
+(cd bench/emailbench && "$work/emailbench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime 1x \
+  -test.timeout 60m -courier "$work/courier" -runs "$RUNS" -n "$N" -samples "$SAMPLES" \
+  -drafts "$DRAFTS" -paced "$PACED" -prefill "$PREFILL" -out "$work/rows.tsv")
+echo "== done in $(( $(date +%s) - start )) s"
+echo
+awk -F'\t' '
+  BEGIN { print "| measure | courier | baseline | ratio | target | met |"; print "|---|---|---|---|---|---|" }
+  { printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }
+' "$work/rows.tsv"

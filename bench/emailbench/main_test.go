@@ -1,0 +1,298 @@
+package emailbench
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	courierFlag = flag.String("courier", "", "the courier binary (default: built from ./cmd/courier for this run)")
+	runsFlag    = flag.Int("runs", 5, "runs of each side of the fetch benchmark (the median is reported; the large-attachment one does at most 3)")
+	fetchNFlag  = flag.Int("n", 5000, "messages in the fetch benchmark")
+	samplesFlag = flag.Int("samples", 50, "IDLE push samples")
+	draftsFlag  = flag.Int("drafts", 1000, "drafts in the send benchmark")
+	pacedFlag   = flag.Int("paced", 200, "drafts queued one `courier send` at a time, for the unloaded latency")
+	prefillFlag = flag.Int("prefill", 0, "inbound messages in the send benchmark's mailbox before it starts")
+	outFlag     = flag.String("out", "", "append the table rows, tab-separated, to this file (bench/email.sh prints them)")
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// courierBin returns the binary under test: -courier, else one built now.
+func courierBin(b *testing.B) string {
+	b.Helper()
+	if *courierFlag != "" {
+		return *courierFlag
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "emailbench-bin-"); buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "courier")
+		out, err := exec.Command("go", "build", "-o", buildBin, "github.com/monoco/courier/cmd/courier").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/courier: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// needCommand returns the path of a program the baseline needs, or fails:
+// a benchmark without its baseline is not the benchmark asked for.
+func needCommand(b *testing.B, name, pkg string) string {
+	b.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		b.Fatalf("%s is not installed (Debian: apt-get install %s; scripts/test.sh installs it)", name, pkg)
+	}
+	return p
+}
+
+// row is one line of the table bench/email.sh prints.
+type row struct {
+	Measure, Courier, Baseline, Ratio, Target, Met string
+}
+
+// report appends rows to -out and logs them.
+func report(b *testing.B, rows ...row) {
+	b.Helper()
+	var buf bytes.Buffer
+	for _, r := range rows {
+		fmt.Fprintf(&buf, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Measure, r.Courier, r.Baseline, r.Ratio, r.Target, r.Met)
+		b.Logf("%s: %s | %s | %s | target %s %s", r.Measure, r.Courier, r.Baseline, r.Ratio, r.Target, r.Met)
+	}
+	if *outFlag == "" {
+		return
+	}
+	f, err := os.OpenFile(*outFlag, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+// run is one timed process.
+type run struct {
+	Wall time.Duration
+	RSS  int64 // peak resident set, bytes (GNU time %M)
+	Out  string
+}
+
+// timed runs name args... under GNU time (/usr/bin/time -f %M, as a user
+// would measure it) and returns its wall time, measured here around the
+// whole process, and its peak RSS. A failure fails the benchmark.
+func timed(b *testing.B, stdin []byte, name string, args ...string) run {
+	b.Helper()
+	tf, err := os.CreateTemp("", "emailbench-time-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tf.Close()
+	defer os.Remove(tf.Name())
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", tf.Name(), name}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	data, err := os.ReadFile(tf.Name())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		b.Fatalf("GNU time wrote %q", data)
+	}
+	kb, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
+	if err != nil {
+		b.Fatalf("GNU time wrote %q", data)
+	}
+	return run{Wall: wall, RSS: kb * 1024, Out: out.String()}
+}
+
+// quantile returns the q-quantile (nearest rank) of ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// rounded returns ds to the millisecond, for logs.
+func rounded(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+func median(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
+
+func medianInt(xs []int64) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+func msecs(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+func mb(n int64) string         { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+func ratio(a, b float64) string { return fmt.Sprintf("%.2fx", a/b) }
+
+// freeAddr returns a 127.0.0.1 address nobody listens on now.
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// writeConfig writes ws/.monoco/config/courier.yaml.
+func writeConfig(b *testing.B, ws, cfg string) {
+	b.Helper()
+	p := filepath.Join(ws, ".monoco", "config", "courier.yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// countFiles returns the number of *.md files in dir.
+func countFiles(b *testing.B, dir string) int {
+	b.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".md") {
+			n++
+		}
+	}
+	return n
+}
+
+// lockedBuffer collects a child's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveProc is a running `courier serve`.
+type serveProc struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+}
+
+// startServe starts `courier --root ws serve` and waits until /health on
+// httpAddr answers; the process is killed in b.Cleanup if still running.
+func startServe(b *testing.B, ws, httpAddr string) *serveProc {
+	b.Helper()
+	s := &serveProc{out: &lockedBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(courierBin(b), "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	b.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			b.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.out.String())
+		default:
+		}
+		if resp, err := http.Get("http://" + httpAddr + "/health"); err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("courier serve did not answer /health:\n%s", s.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop ends the service with SIGTERM, as systemd would, and waits.
+func (s *serveProc) stop(b *testing.B) {
+	b.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(60 * time.Second):
+		b.Fatalf("courier serve did not stop on SIGTERM:\n%s", s.out.String())
+	}
+}
