@@ -137,11 +137,7 @@ func (s *Source) Errorf(path, format string, args ...any) Errors {
 
 // Encode writes m as a front matter file. It does not validate: call
 // Validate first when m comes from outside.
-func Encode(m *Message) ([]byte, error) {
-	c := *m
-	c.Metadata.ProviderRaw = safeMap(m.Metadata.ProviderRaw)
-	return encodeDocument(&c, m.Body)
-}
+func Encode(m *Message) ([]byte, error) { return encodeMessage(m) }
 
 // EncodeDraft writes d as a front matter file.
 func EncodeDraft(d *Draft) ([]byte, error) { return encodeDocument(d, d.Body) }

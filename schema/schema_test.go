@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"gopkg.in/yaml.v3"
 
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
@@ -537,6 +538,28 @@ func TestValidEmail(t *testing.T) {
 	} {
 		if got := schema.ValidEmail(s); got != want {
 			t.Errorf("ValidEmail(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// BenchmarkEncode writes a typical email message (text, HTML and Markdown,
+// an attachment, provider_raw and extra).
+func BenchmarkEncode(b *testing.B) {
+	m := samples()["email-reply-attachment"]
+	for i := 0; i < b.N; i++ {
+		if _, err := schema.Encode(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeYAMLv3 is the same message through yaml.v3's emitter,
+// which Encode used before: the baseline.
+func BenchmarkEncodeYAMLv3(b *testing.B) {
+	m := samples()["email-reply-attachment"]
+	for i := 0; i < b.N; i++ {
+		if _, err := yaml.Marshal(m); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // validator collects errors with the line of each field when the value came
@@ -96,6 +97,9 @@ func (m *Message) validate(lines *lineMap) Errors {
 	oneOf(v, "type", m.Type, contentTypes)
 	for i, a := range m.Artifacts {
 		v.artifact(fmt.Sprintf("artifacts[%d]", i), a)
+	}
+	if strings.ContainsRune(m.Body, 0) || !utf8.ValidString(m.Body) {
+		v.errorf("body", "the body is written as it is and must be UTF-8 without NUL bytes")
 	}
 	if m.Metadata.Extra.Raw != nil {
 		v.artifact("metadata.extra.raw", *m.Metadata.Extra.Raw)
