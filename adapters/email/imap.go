@@ -323,20 +323,92 @@ func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string
 	}
 	prog := newProgress(s.opts.Progress, s.opts.Account+" "+folder, len(uids))
 	defer prog.finish()
-	for i := 0; i < len(uids); i += s.opts.Chunk {
-		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
-		if err := s.syncChunk(ctx, ic, folder, sel.UIDValidity, chunk, sink, cp(chunk[len(chunk)-1])); err != nil {
+	// One chunk is made durable while the next is fetched: the fsyncs of
+	// chunk k overlap the network and parsing of chunk k+1. Deliveries stay
+	// in order, so checkpoints still move only after their files.
+	var pend *pendingChunk
+	wait := func() error {
+		if pend == nil {
+			return nil
+		}
+		ic.clearDeadline() // the connection is rightly quiet meanwhile
+		err := <-pend.errc
+		done := pend.done
+		pend = nil
+		if err != nil {
 			return err
 		}
+		s.after(ic, done)
+		return nil
+	}
+	for i := 0; i < len(uids); i += s.opts.Chunk {
+		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
+		c, err := s.fetchChunk(ctx, ic, folder, sel.UIDValidity, chunk, sink)
+		if err != nil {
+			wait()
+			return err
+		}
+		if err := wait(); err != nil {
+			c.batch.Abort()
+			return err
+		}
+		pend = &pendingChunk{errc: make(chan error, 1), done: c.done}
+		go func(c *fetched, errc chan<- error, cp *adapters.Checkpoint) {
+			errc <- c.commit(ctx, sink, cp)
+		}(c, pend.errc, cp(chunk[len(chunk)-1]))
 		prog.add(len(chunk))
 		s.Event()
 	}
-	return nil
+	return wait()
 }
 
-// syncChunk fetches, normalises and delivers some messages; the checkpoint
-// goes with the last event so it moves only once all are durable.
-func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink, cp *adapters.Checkpoint) error {
+// pendingChunk is a chunk being made durable.
+type pendingChunk struct {
+	errc chan error
+	done []imap.UID
+}
+
+// fetched is a chunk read from the server: its events, the dropzone batch
+// holding their raw messages and attachments, and the UIDs the mailbox
+// holds once it is delivered.
+type fetched struct {
+	events []adapters.Event
+	batch  *dropzone.Batch
+	done   []imap.UID
+}
+
+// commit makes the chunk durable: the dropzone batch, then the messages and
+// the checkpoint, which goes last so that it moves only once all are.
+func (c *fetched) commit(ctx context.Context, sink adapters.Sink, cp *adapters.Checkpoint) error {
+	if err := c.batch.Commit(); err != nil {
+		c.batch.Abort()
+		return err
+	}
+	return sink.Deliver(ctx, append(c.events, adapters.Event{Checkpoint: cp})...)
+}
+
+// after marks seen or moves what a delivered chunk holds, when asked.
+func (s *IMAPSource) after(ic *imapConn, done []imap.UID) {
+	if len(done) == 0 || (!s.opts.MarkSeen && s.opts.MoveTo == "") {
+		return
+	}
+	set := imap.UIDSetNum(done...)
+	ic.deadline(s.opts.Timeout)
+	if s.opts.MarkSeen {
+		if err := ic.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+			s.log.Warn("imap: could not mark messages seen", "err", err)
+		}
+	}
+	if s.opts.MoveTo != "" {
+		if _, err := ic.c.Move(set, s.opts.MoveTo).Wait(); err != nil {
+			s.log.Warn("imap: could not move ingested messages", "to", s.opts.MoveTo, "err", err)
+		}
+	}
+}
+
+// fetchChunk fetches and normalises some messages into a dropzone batch;
+// the caller commits it.
+func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink) (*fetched, error) {
 	ic.deadline(s.opts.Timeout)
 	// First the envelopes: what the mailbox already holds (a re-sync after
 	// a UIDVALIDITY change, mail in two folders, mail we sent) is not
@@ -345,7 +417,7 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 	sizes := map[imap.UID]int64{}
 	envs, err := ic.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, Envelope: true, RFC822Size: true}).Collect()
 	if err != nil {
-		return fmt.Errorf("fetch envelopes: %w", err)
+		return nil, fmt.Errorf("fetch envelopes: %w", err)
 	}
 	// done are the messages the mailbox holds once the chunk is
 	// delivered: MarkSeen and MoveTo apply to them, a second copy of a
@@ -355,7 +427,7 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 	for _, m := range envs {
 		if m.Envelope != nil && m.Envelope.MessageID != "" {
 			if seen, err := sink.Seen(ctx, threading.EmailID(m.Envelope.MessageID)); err != nil {
-				return err
+				return nil, err
 			} else if seen {
 				done = append(done, m.UID)
 				continue
@@ -365,9 +437,8 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 		sizes[m.UID] = m.RFC822Size
 	}
 	var events []adapters.Event
+	batch := s.opts.Dropzone.NewBatch()
 	if len(want) > 0 {
-		batch := s.opts.Dropzone.NewBatch()
-		defer batch.Abort()
 		full := &imap.FetchItemBodySection{Peek: true}
 		header := &imap.FetchItemBodySection{Peek: true, Specifier: imap.PartSpecifierHeader}
 		var small, large imap.UIDSet
@@ -398,7 +469,8 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 				ev, uid, err := s.readMessage(msg, batch, folder, validity, sizes, set.section == header)
 				if err != nil {
 					cmd.Close()
-					return err
+					batch.Abort()
+					return nil, err
 				}
 				if ev.Message != nil {
 					events = append(events, ev)
@@ -407,36 +479,12 @@ func (s *IMAPSource) syncChunk(ctx context.Context, ic *imapConn, folder string,
 				ic.deadline(s.opts.Timeout)
 			}
 			if err := cmd.Close(); err != nil {
-				return fmt.Errorf("fetch: %w", err)
+				batch.Abort()
+				return nil, fmt.Errorf("fetch: %w", err)
 			}
 		}
-		if err := batch.Commit(); err != nil {
-			return err
-		}
 	}
-	events = append(events, adapters.Event{Checkpoint: cp})
-	// Writing a chunk (fsyncs) may take longer than Timeout while the
-	// server rightly has nothing to say.
-	ic.clearDeadline()
-	if err := sink.Deliver(ctx, events...); err != nil {
-		return err
-	}
-	if len(done) == 0 {
-		return nil
-	}
-	set := imap.UIDSetNum(done...)
-	ic.deadline(s.opts.Timeout)
-	if s.opts.MarkSeen {
-		if err := ic.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
-			s.log.Warn("imap: could not mark messages seen", "err", err)
-		}
-	}
-	if s.opts.MoveTo != "" {
-		if _, err := ic.c.Move(set, s.opts.MoveTo).Wait(); err != nil {
-			s.log.Warn("imap: could not move ingested messages", "to", s.opts.MoveTo, "err", err)
-		}
-	}
-	return nil
+	return &fetched{events: events, batch: batch, done: done}, nil
 }
 
 // readMessage reads one FETCH response: the body is streamed into the
