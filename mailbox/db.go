@@ -17,7 +17,7 @@ import (
 
 // dbVersion is the version of the database schema below; a database of
 // another version is rebuilt from the files by Open.
-const dbVersion = 5
+const dbVersion = 6
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,6 +39,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS messages_id ON messages(id);
 CREATE INDEX IF NOT EXISTS messages_thread ON messages(thread_key) WHERE thread_key != '';
 CREATE INDEX IF NOT EXISTS messages_root ON messages(thread_root) WHERE thread_root != '';
 CREATE INDEX IF NOT EXISTS messages_corr ON messages(correlation_id) WHERE correlation_id != '';
+-- The queue: only drafts in outbound/, however large the mailbox.
+CREATE INDEX IF NOT EXISTS messages_queue ON messages(provider, ts, id) WHERE box = 'outbound';
 -- Dedupe keys besides ids (Slack event ids, merged ids, Message-IDs we sent),
 -- derived from the files.
 CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, id TEXT NOT NULL);
@@ -77,7 +79,13 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	// NORMAL in WAL mode: a commit survives the process dying at any
+	// instant (kill -9 included); only an OS crash or power loss can roll
+	// back the last commits, and every commit that must not run ahead of
+	// files (checkpoints, index rows) is made after those files are
+	// fsynced, so what is lost is at worst redone (a redelivery found by
+	// its file name, a resend).
+	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {

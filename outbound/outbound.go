@@ -284,6 +284,22 @@ func (e *Engine) run(w *fsnotify.Watcher) {
 			if strings.HasSuffix(ev.Name, ".md") {
 				e.noteFile(ctx, ev.Name)
 			}
+			// Take the other events waiting before dispatching once: a
+			// burst of queued drafts is one look at the queue, not many.
+		drain:
+			for {
+				select {
+				case ev, ok := <-w.Events:
+					if !ok {
+						return
+					}
+					if ev.Op&(fsnotify.Create|fsnotify.Rename|fsnotify.Write) != 0 && strings.HasSuffix(ev.Name, ".md") && filepath.Dir(ev.Name) != base {
+						e.noteFile(ctx, ev.Name)
+					}
+				default:
+					break drain
+				}
+			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
@@ -305,8 +321,10 @@ func (e *Engine) resetNext(ctx context.Context, t *time.Timer) {
 	e.mu.Lock()
 	free := e.opts.Concurrency - len(e.busy)
 	e.mu.Unlock()
-	if at, err := e.mb.NextDue(ctx, e.enab); err == nil && !at.IsZero() && free > 0 {
-		d = max(at.Sub(e.opts.Now()), time.Millisecond)
+	if free > 0 {
+		if at, err := e.mb.NextDue(ctx, e.enab); err == nil && !at.IsZero() {
+			d = max(at.Sub(e.opts.Now()), time.Millisecond)
+		}
 	}
 	if !t.Stop() {
 		select {
