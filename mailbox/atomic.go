@@ -54,14 +54,26 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 	}()
 	// Each file is created, written and fsynced by one of a bounded set of
 	// goroutines: the fsyncs overlap, and the file system commits them
-	// together.
+	// together. A large batch is made durable by one syncfs(2) instead of a
+	// journal commit per file and per directory.
+	bulk := len(files) >= syncfsThreshold
 	if err := forEach(files, func(f *fileWrite) error {
 		if err := f.writeTemp(tmpDir); err != nil {
+			return err
+		}
+		if bulk {
+			err := f.fd.Close()
+			f.fd = nil
 			return err
 		}
 		return f.syncTemp()
 	}); err != nil {
 		return err
+	}
+	if bulk {
+		if err := syncFS(tmpDir); err != nil {
+			return err
+		}
 	}
 	dirs := map[string]bool{}
 	for _, f := range files {
@@ -75,11 +87,31 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 			return err
 		}
 	}
+	if bulk {
+		return syncFS(tmpDir)
+	}
 	list := make([]string, 0, len(dirs))
 	for d := range dirs {
 		list = append(list, d)
 	}
 	return forEach(list, syncDir)
+}
+
+// syncfsThreshold is the batch size from which one syncfs(2) replaces an
+// fsync per file and per directory.
+const syncfsThreshold = 16
+
+// syncFS makes everything written to the file system holding dir durable.
+func syncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mailbox: %w", err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("mailbox: syncfs: %w", err)
+	}
+	return nil
 }
 
 func (f *fileWrite) writeTemp(tmpDir string) error {

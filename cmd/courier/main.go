@@ -20,11 +20,23 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
 
 func main() {
+	// COURIER_CPUPROFILE=file writes a CPU profile of the whole run, for
+	// looking into performance (go tool pprof courier file).
+	if p := os.Getenv("COURIER_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.StartCPUProfile(f)
+			code := run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
