@@ -199,7 +199,7 @@ func (s *session) deliver(r io.Reader) error {
 	defer batch.Abort()
 	obj, err := batch.Put(r)
 	if err != nil {
-		if errors.Is(err, smtp.ErrDataTooLarge) {
+		if errors.Is(err, smtp.ErrDataTooLarge) || errors.Is(err, dropzone.ErrTooLarge) {
 			return errTooBig
 		}
 		rc.log.Error("receiver: cannot store the message", "err", err)
