@@ -74,7 +74,9 @@ func TestIMAPTLSModes(t *testing.T) {
 }
 
 // literal makes an imap.LiteralReader of bytes.
-func literal(b []byte) imap.LiteralReader { return &byteLiteral{Reader: strings.NewReader(string(b)), n: int64(len(b))} }
+func literal(b []byte) imap.LiteralReader {
+	return &byteLiteral{Reader: strings.NewReader(string(b)), n: int64(len(b))}
+}
 
 type byteLiteral struct {
 	*strings.Reader
