@@ -289,7 +289,7 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 // Both are noted.
 func sender(from []mailAddress, n *parseNotes) schema.Participant {
 	for _, a := range from {
-		if a.Addr != "" {
+		if strings.TrimSpace(a.Addr) != "" {
 			return participant(a)
 		}
 	}
@@ -307,19 +307,20 @@ func sender(from []mailAddress, n *parseNotes) schema.Participant {
 // protocol's JSON Schema accepts (not an IDN, no odd local part), and
 // platform_id the address as written.
 func participant(a mailAddress) schema.Participant {
-	p := schema.Participant{ID: strings.ToLower(a.Addr), Name: a.Name, PlatformID: a.Addr}
+	addr := strings.TrimSpace(a.Addr)
+	p := schema.Participant{ID: strings.ToLower(addr), Name: strings.TrimSpace(a.Name), PlatformID: addr}
 	if p.Name == "" {
-		p.Name = a.Addr
+		p.Name = addr
 	}
-	if schema.ValidEmail(a.Addr) {
-		p.Email = a.Addr
+	if schema.ValidEmail(addr) {
+		p.Email = addr
 	}
 	return p
 }
 
 func hasAddr(list []mailAddress) bool {
 	for _, a := range list {
-		if a.Addr != "" {
+		if strings.TrimSpace(a.Addr) != "" {
 			return true
 		}
 	}
@@ -329,7 +330,7 @@ func hasAddr(list []mailAddress) bool {
 func participants(list []mailAddress) []schema.Participant {
 	out := []schema.Participant{}
 	for _, a := range list {
-		if a.Addr != "" {
+		if strings.TrimSpace(a.Addr) != "" {
 			out = append(out, participant(a))
 		}
 	}
