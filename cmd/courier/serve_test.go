@@ -503,3 +503,29 @@ func TestExampleDrafts(t *testing.T) {
 		t.Errorf("validate: %d %s %s", code, out, e)
 	}
 }
+
+// doctor outside the service's environment, where a secret is a systemd
+// credential it cannot read: it says so, and checks the rest.
+func TestDoctorWithoutSecrets(t *testing.T) {
+	ws := newWorkspace(t)
+	writeConfig(t, ws, `courier:
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: ""}
+      accounts:
+        - name: work
+          smtp:
+            host: 127.0.0.1
+            port: 1
+            password_file: ${CREDENTIALS_DIRECTORY}/smtp
+`)
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	os.Unsetenv("CREDENTIALS_DIRECTORY")
+	out, _, _ := cli(t, ws, "", "doctor")
+	for _, want := range []string{"✗ config", "CREDENTIALS_DIRECTORY is not set", "inside the service's environment", "✓ layout", "✓ database"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
