@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -461,22 +463,36 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 			}
 			ic.deadline(s.opts.Timeout)
 			cmd := ic.c.Fetch(set.uids, &imap.FetchOptions{UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{set.section}})
+			// Messages are read off the connection in order and
+			// normalised by workers, one per CPU.
+			pool := newNormalisePool(func(fm *fetchedMessage) (*schema.Message, error) {
+				return s.normalise(fm, batch, folder, validity, sizes)
+			})
+			var readErr error
 			for {
 				msg := cmd.Next()
 				if msg == nil {
 					break
 				}
-				ev, uid, err := s.readMessage(msg, batch, folder, validity, sizes, set.section == header)
+				fm, err := s.readMessage(msg, batch, set.section == header)
 				if err != nil {
-					cmd.Close()
-					batch.Abort()
-					return nil, err
+					readErr = err
+					break
 				}
-				if ev.Message != nil {
-					events = append(events, ev)
-					done = append(done, uid)
+				if fm != nil {
+					pool.add(fm)
 				}
 				ic.deadline(s.opts.Timeout)
+			}
+			results, err := pool.wait()
+			if readErr != nil || err != nil {
+				cmd.Close()
+				batch.Abort()
+				return nil, errors.Join(readErr, err)
+			}
+			for _, r := range results {
+				events = append(events, adapters.Event{Message: r.m})
+				done = append(done, r.uid)
 			}
 			if err := cmd.Close(); err != nil {
 				batch.Abort()
@@ -487,12 +503,26 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 	return &fetched{events: events, batch: batch, done: done}, nil
 }
 
-// readMessage reads one FETCH response: the body is streamed into the
-// dropzone first (raw kept), then normalised from there.
-func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzone.Batch, folder string, validity uint32, sizes map[imap.UID]int64, headerOnly bool) (adapters.Event, imap.UID, error) {
-	var uid imap.UID
-	var internal time.Time
-	var raw *dropzone.Object
+// fetchedMessage is one FETCH response read off the connection: small
+// messages are held in memory, larger ones streamed into the dropzone.
+type fetchedMessage struct {
+	uid        imap.UID
+	internal   time.Time
+	mem        []byte           // the raw message, when small
+	obj        *dropzone.Object // the raw message, when streamed
+	headerOnly bool
+}
+
+// inMemory is the size up to which a raw message is read into memory and
+// stored and parsed by a worker; larger ones are streamed to the dropzone
+// as they arrive, so memory stays flat whatever their size.
+const inMemory = 256 << 10
+
+// readMessage reads one FETCH response. It runs on the connection's
+// goroutine and does only what must happen in order; normalise does the
+// rest on a worker.
+func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzone.Batch, headerOnly bool) (*fetchedMessage, error) {
+	fm := &fetchedMessage{headerOnly: headerOnly}
 	for {
 		item := msg.Next()
 		if item == nil {
@@ -500,47 +530,72 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 		}
 		switch it := item.(type) {
 		case imapclient.FetchItemDataUID:
-			uid = it.UID
+			fm.uid = it.UID
 		case imapclient.FetchItemDataInternalDate:
-			internal = it.Time
+			fm.internal = it.Time
 		case imapclient.FetchItemDataBodySection:
 			if it.Literal == nil {
 				continue
 			}
+			if it.Literal.Size() <= inMemory {
+				b, err := io.ReadAll(it.Literal)
+				if err != nil {
+					return nil, fmt.Errorf("read message: %w", err)
+				}
+				fm.mem = b
+				continue
+			}
 			obj, err := batch.Put(it.Literal)
 			if err != nil {
-				return adapters.Event{}, 0, fmt.Errorf("store message: %w", err)
+				return nil, fmt.Errorf("store message: %w", err)
 			}
-			raw = &obj
+			fm.obj = &obj
 		}
 	}
-	if raw == nil {
-		s.log.Warn("imap: the server sent no body for a message", "uid", uid)
-		return adapters.Event{}, uid, nil
+	if fm.mem == nil && fm.obj == nil {
+		s.log.Warn("imap: the server sent no body for a message", "uid", fm.uid)
+		return nil, nil
 	}
-	if internal.IsZero() {
-		internal = time.Now()
+	if fm.internal.IsZero() {
+		fm.internal = time.Now()
 	}
-	f, err := batch.Open(*raw)
-	if err != nil {
-		return adapters.Event{}, 0, err
+	return fm, nil
+}
+
+// normalise stores a fetched message's raw form (if not yet stored) and
+// makes the protocol message of it. It is safe to run on several messages
+// at once: a Batch takes concurrent Puts.
+func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder string, validity uint32, sizes map[imap.UID]int64) (*schema.Message, error) {
+	var r io.Reader
+	if fm.mem != nil {
+		obj, err := batch.Put(bytes.NewReader(fm.mem))
+		if err != nil {
+			return nil, fmt.Errorf("store message: %w", err)
+		}
+		fm.obj, r = &obj, bytes.NewReader(fm.mem)
+	} else {
+		f, err := batch.Open(*fm.obj)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
-	m, err := Normalize(f, batch, *raw, NormalizeOptions{
-		Account: s.opts.Account, Folder: folder, Own: s.opts.Addresses, ReceivedAt: internal.UTC(),
-		UID: uint32(uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact,
+	m, err := Normalize(r, batch, *fm.obj, NormalizeOptions{
+		Account: s.opts.Account, Folder: folder, Own: s.opts.Addresses, ReceivedAt: fm.internal.UTC(),
+		UID: uint32(fm.uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact,
 	})
 	if err != nil {
-		return adapters.Event{}, 0, err
+		return nil, err
 	}
-	if headerOnly {
-		note := fmt.Sprintf("message of %d bytes is over the limit of %d (courier.limits.max_message_bytes): only its headers were fetched; it is still on the server", sizes[uid], s.opts.MaxMessage)
+	if fm.headerOnly {
+		note := fmt.Sprintf("message of %d bytes is over the limit of %d (courier.limits.max_message_bytes): only its headers were fetched; it is still on the server", sizes[fm.uid], s.opts.MaxMessage)
 		if m.Metadata.Extra.ParseError != "" {
 			note = string(m.Metadata.Extra.ParseError) + "; " + note
 		}
 		m.Metadata.Extra.ParseError = schema.Text(note)
 	}
-	return adapters.Event{Message: m}, uid, nil
+	return m, nil
 }
 
 // imapConn is a logged-in connection.
@@ -789,4 +844,63 @@ func (p *progress) finish() {
 	if p.w != nil && p.n > 0 {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// normalisePool normalises fetched messages on one worker per CPU and gives
+// the results back in the order the messages came.
+type normalisePool struct {
+	jobs    chan int
+	fms     []*fetchedMessage
+	results []normalised
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	fn      func(*fetchedMessage) (*schema.Message, error)
+	err     error
+}
+
+type normalised struct {
+	uid imap.UID
+	m   *schema.Message
+}
+
+func newNormalisePool(fn func(*fetchedMessage) (*schema.Message, error)) *normalisePool {
+	p := &normalisePool{jobs: make(chan int, 64), fn: fn}
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		p.wg.Add(1)
+		go p.work()
+	}
+	return p
+}
+
+func (p *normalisePool) add(fm *fetchedMessage) {
+	p.mu.Lock()
+	i := len(p.fms)
+	p.fms = append(p.fms, fm)
+	p.results = append(p.results, normalised{})
+	p.mu.Unlock()
+	p.jobs <- i
+}
+
+func (p *normalisePool) work() {
+	defer p.wg.Done()
+	for i := range p.jobs {
+		p.mu.Lock()
+		fm := p.fms[i]
+		p.mu.Unlock()
+		m, err := p.fn(fm)
+		p.mu.Lock()
+		if err != nil && p.err == nil {
+			p.err = err
+		}
+		p.results[i] = normalised{uid: fm.uid, m: m}
+		p.fms[i] = nil // its raw bytes can go
+		p.mu.Unlock()
+	}
+}
+
+// wait returns the results in order, or the first error.
+func (p *normalisePool) wait() ([]normalised, error) {
+	close(p.jobs)
+	p.wg.Wait()
+	return p.results, p.err
 }
