@@ -20,8 +20,10 @@
 // streams a reader into a temporary file under .tmp/ while hashing it, with a
 // fixed-size buffer, so memory stays flat whatever the size of the artifact.
 // Nothing appears at a final path until [Batch.Commit], which fsyncs the
-// temporary files (several at a time), makes them read-only, renames each into
-// place and fsyncs every directory it touched before returning. When Commit
+// temporary files (several at a time; they are created read-only), renames
+// each into place and fsyncs every directory it touched before returning; a
+// batch of 16 or more objects uses one syncfs(2) of the file system before
+// the renames and one after instead. When Commit
 // returns nil, every object of the batch is durable. [Batch.Abort] removes the
 // temporary files. A reader never sees a partial file at a final path: a file
 // is complete and synced before it is renamed there, and rename is atomic.

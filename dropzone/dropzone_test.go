@@ -1099,3 +1099,41 @@ func TestBatchOpenSymlinkTemp(t *testing.T) {
 		t.Error("Batch.Open followed a link out of the dropzone")
 	}
 }
+
+// TestObjectTreeRemovedWhileOpen removes sha256/ under a Store that has
+// already placed objects (and so knows their fan-out directories exist),
+// then stores the same content again, in a small batch and in one large
+// enough for the bulk path: the directories must be made again, not
+// assumed.
+func TestObjectTreeRemovedWhileOpen(t *testing.T) {
+	s, dir := open(t, nil)
+	var data [][]byte
+	for i := range 40 {
+		data = append(data, fmt.Appendf(nil, "object %d", i))
+	}
+	put := func(items [][]byte) {
+		t.Helper()
+		b := s.NewBatch()
+		for _, d := range items {
+			if _, err := b.Put(bytes.NewReader(d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, items := range [][][]byte{data[:2], data} {
+		put(items)
+		if err := os.RemoveAll(filepath.Join(dir, "sha256")); err != nil {
+			t.Fatal(err)
+		}
+		put(items)
+		for _, d := range items {
+			if got := readObject(t, s, idOf(d)); !bytes.Equal(got, d) {
+				t.Fatalf("%s: content %q, want %q", idOf(d), got, d)
+			}
+		}
+		checkNoTemp(t, dir)
+	}
+}
