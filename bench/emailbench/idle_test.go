@@ -78,7 +78,7 @@ func BenchmarkIdlePush(b *testing.B) {
 	deadline := time.Now().Add(20 * time.Second)
 	for countFiles(b, inbound) < 1 {
 		if time.Now().After(deadline) {
-			b.Fatalf("the backfilled message has no file after 20 s:\n%s", srv.out.String())
+			b.Fatalf("the backfilled message has no file after 20 s:\n%s", srv.Log())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -150,14 +150,14 @@ func BenchmarkIdlePush(b *testing.B) {
 			case t := <-exists:
 				tExists = t
 			case <-timeout:
-				b.Fatalf("sample %d: no file (%v) or no EXISTS (%v) 15 s after the APPEND:\n%s", i, tFile, tExists, srv.out.String())
+				b.Fatalf("sample %d: no file (%v) or no EXISTS (%v) 15 s after the APPEND:\n%s", i, tFile, tExists, srv.Log())
 			}
 		}
 		courier = append(courier, tFile.Sub(t0))
 		floor = append(floor, tExists.Sub(t0))
 		own = append(own, tFile.Sub(tExists))
 	}
-	srv.stop(b)
+	srv.Stop(b)
 	if got := countFiles(b, inbound); got != n+1 {
 		b.Errorf("inbound/email holds %d files, want %d", got, n+1)
 	}

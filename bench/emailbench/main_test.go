@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/monoco/courier/internal/testutil"
 )
 
 var (
@@ -228,71 +228,9 @@ func countFiles(b *testing.B, dir string) int {
 	return n
 }
 
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// serveProc is a running `courier serve`.
-type serveProc struct {
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{}
-}
-
 // startServe starts `courier --root ws serve` and waits until /health on
 // httpAddr answers; the process is killed in b.Cleanup if still running.
-func startServe(b *testing.B, ws, httpAddr string) *serveProc {
+func startServe(b *testing.B, ws, httpAddr string) *testutil.Serve {
 	b.Helper()
-	s := &serveProc{out: &lockedBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(courierBin(b), "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() { s.cmd.Wait(); close(s.done) }()
-	b.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.done
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		select {
-		case <-s.done:
-			b.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.out.String())
-		default:
-		}
-		if resp, err := http.Get("http://" + httpAddr + "/health"); err == nil {
-			resp.Body.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("courier serve did not answer /health:\n%s", s.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// stop ends the service with SIGTERM, as systemd would, and waits.
-func (s *serveProc) stop(b *testing.B) {
-	b.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(60 * time.Second):
-		b.Fatalf("courier serve did not stop on SIGTERM:\n%s", s.out.String())
-	}
+	return testutil.StartServe(b, courierBin(b), httpAddr, "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
 }

@@ -123,14 +123,14 @@ func BenchmarkSend(b *testing.B) {
 			}
 		}
 	}()
-	var srv *serveProc
+	var srv *testutil.Serve
 	waitArchived := func(want int64) time.Time {
 		timeout := time.After(5 * time.Minute)
 		for archived.Load() < want {
 			select {
 			case <-more:
 			case <-timeout:
-				b.Fatalf("%d drafts archived after 5 min, want %d:\n%s", archived.Load(), want, srv.out.String())
+				b.Fatalf("%d drafts archived after 5 min, want %d:\n%s", archived.Load(), want, srv.Log())
 			}
 		}
 		return time.Now()
@@ -160,7 +160,7 @@ func BenchmarkSend(b *testing.B) {
 		}
 	}
 	waitArchived(int64(2*n + paced))
-	srv.stop(b)
+	srv.Stop(b)
 
 	var burstLat, pacedLat []time.Duration
 	ents, err := os.ReadDir(archive)

@@ -93,7 +93,7 @@ func TestSentCopyNotIngested(t *testing.T) {
 	if len(files) != 1 {
 		t.Errorf("inbound files: %v", files)
 	}
-	if code := s.stop(t); code != 0 {
-		t.Errorf("exit %d:\n%s", code, s.log())
+	if code := s.Stop(t); code != 0 {
+		t.Errorf("exit %d:\n%s", code, s.Log())
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,79 +35,10 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// serveProc is a `courier serve` process.
-type serveProc struct {
-	cmd    *exec.Cmd
-	out    *bytes.Buffer
-	mu     *sync.Mutex
-	done   chan struct{}
-	health string
-}
-
-type lockedBuffer struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (l lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (s *serveProc) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
-
 // startServe starts `courier serve` in ws and waits until /health answers.
-func startServe(t *testing.T, ws, httpAddr string, args ...string) *serveProc {
+func startServe(t *testing.T, ws, httpAddr string, args ...string) *testutil.Serve {
 	t.Helper()
-	s := &serveProc{out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{}), health: "http://" + httpAddr + "/health"}
-	s.cmd = exec.Command(courierBin, append([]string{"--root", ws, "serve", "--log-level", "debug"}, args...)...)
-	s.cmd.Stdout = lockedBuffer{s.mu, s.out}
-	s.cmd.Stderr = lockedBuffer{s.mu, s.out}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() { s.kill() })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-s.done:
-			t.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.log())
-		default:
-		}
-		if resp, err := http.Get(s.health); err == nil {
-			resp.Body.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("courier serve did not answer /health:\n%s", s.log())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *serveProc) kill() {
-	if s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// stop sends SIGTERM and returns the exit code.
-func (s *serveProc) stop(t *testing.T) int {
-	t.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("courier serve did not stop on SIGTERM:\n%s", s.log())
-	}
-	return s.cmd.ProcessState.ExitCode()
+	return testutil.StartServe(t, courierBin, httpAddr, append([]string{"--root", ws, "serve", "--log-level", "debug"}, args...)...)
 }
 
 func writeConfig(t *testing.T, ws, cfg string) {
@@ -166,7 +96,7 @@ func TestServeEndToEnd(t *testing.T) {
 	s := startServe(t, ws, web)
 
 	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q1@example.com", "Logs please", "Can you look at the logs?"); err != nil {
-		t.Fatalf("send to the receiver: %v\n%s", err, s.log())
+		t.Fatalf("send to the receiver: %v\n%s", err, s.Log())
 	}
 	ids := countIDs(t, ws)
 	if len(ids) != 1 {
@@ -194,7 +124,7 @@ func TestServeEndToEnd(t *testing.T) {
 		Adapters map[string]struct{ Status string }
 		Totals   struct{ Received, Sent uint64 }
 	}
-	resp, err := http.Get(s.health)
+	resp, err := http.Get(s.Health)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +155,11 @@ func TestServeEndToEnd(t *testing.T) {
 	if second.ProcessState.ExitCode() != exitConflict || !strings.Contains(string(outb), "another courier serve is running") {
 		t.Errorf("second serve: exit %d %s", second.ProcessState.ExitCode(), outb)
 	}
-	if code := s.stop(t); code != 0 {
-		t.Errorf("exit %d after SIGTERM:\n%s", code, s.log())
+	if code := s.Stop(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM:\n%s", code, s.Log())
 	}
-	if !strings.Contains(s.log(), "stopped") {
-		t.Errorf("no clean stop in the log:\n%s", s.log())
+	if !strings.Contains(s.Log(), "stopped") {
+		t.Errorf("no clean stop in the log:\n%s", s.Log())
 	}
 	// Stopped: status says so and exits 3.
 	out, _, code = cli(t, ws, "", "status")
@@ -237,8 +167,8 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("status after stop: %d %s", code, out)
 	}
 	// No secret, and no password, in the log.
-	if strings.Contains(s.log(), "password") {
-		t.Errorf("log mentions a password:\n%s", s.log())
+	if strings.Contains(s.Log(), "password") {
+		t.Errorf("log mentions a password:\n%s", s.Log())
 	}
 }
 
@@ -313,12 +243,12 @@ func TestCrashDuringDelivery(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		s := startServe(t, ws, web)
 		time.Sleep(time.Duration(50+rand.IntN(300)) * time.Millisecond)
-		s.kill()
+		s.Kill()
 		kills++
 	}
 	s := startServe(t, ws, web)
 	waitUntil(t, 60*time.Second, "every draft delivered", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == n })
-	if code := s.stop(t); code != 0 {
+	if code := s.Stop(t); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	got := map[string]int{}
@@ -400,12 +330,12 @@ func TestCrashDuringIngest(t *testing.T) {
 	kills := 0
 	for i := 0; i < 3; i++ {
 		time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
-		s.kill()
+		s.Kill()
 		kills++
 		s = startServe(t, ws, web)
 	}
 	wg.Wait()
-	s.stop(t)
+	s.Stop(t)
 	files, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/inbound/email"))
 	seen := map[string]int{}
 	for _, f := range files {
@@ -477,12 +407,12 @@ func TestServeJSONLogs(t *testing.T) {
 	web := freeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, freeAddr(t)))
 	s := startServe(t, ws, web, "--log-format", "json")
-	if code := s.stop(t); code != 0 {
+	if code := s.Stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	lines := strings.Split(strings.TrimSpace(s.log()), "\n")
+	lines := strings.Split(strings.TrimSpace(s.Log()), "\n")
 	if len(lines) < 2 {
-		t.Fatalf("log: %q", s.log())
+		t.Fatalf("log: %q", s.Log())
 	}
 	for _, l := range lines {
 		var v map[string]any
