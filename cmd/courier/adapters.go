@@ -14,8 +14,6 @@ import (
 	"github.com/monoco/courier/adapters/email"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/config"
-	"github.com/monoco/courier/internal/service"
-	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
 
@@ -166,22 +164,11 @@ func (a *app) fetchCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := mailbox.Init(a.root); err != nil {
-				return withCode(exitCantCreat, err)
-			}
-			lock, err := service.AcquireLock(mailbox.Layout{Root: a.root}.State() + "/serve.lock")
+			lock, mb, dz, err := a.openExclusive(cfg)
 			if err != nil {
-				return withCode(exitConflict, fmt.Errorf("%w: `courier serve` already syncs this mailbox", err))
+				return err
 			}
 			defer lock.Release()
-			mb, err := a.mailbox()
-			if err != nil {
-				return err
-			}
-			dz, err := a.dropzoneFor(cfg.Courier.Limits)
-			if err != nil {
-				return err
-			}
 			deps := adapterDeps{log: a.logger(), mailbox: mb, dropzone: dz}
 			if isTerminal(a.stderr) {
 				deps.progress = a.stderr

@@ -15,6 +15,7 @@ import (
 
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/mailbox"
 )
 
@@ -190,6 +191,31 @@ func (a *app) dropzoneFor(l config.Limits) (*dropzone.Store, error) {
 	}
 	a.dz = dz
 	return dz, nil
+}
+
+// openExclusive prepares the workspace for the one process that syncs it
+// (`serve`, `fetch`): the layout, the single-instance lock, the mailbox and
+// the service's dropzone. The caller releases the lock.
+func (a *app) openExclusive(cfg *config.Config) (*service.Lock, *mailbox.Mailbox, *dropzone.Store, error) {
+	if err := mailbox.Init(a.root); err != nil {
+		return nil, nil, nil, withCode(exitCantCreat, err)
+	}
+	lock, err := service.AcquireLock(filepath.Join(mailbox.Layout{Root: a.root}.State(), "serve.lock"))
+	if errors.Is(err, service.ErrLocked) {
+		return nil, nil, nil, withCode(exitConflict, err)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mb, err := a.mailbox()
+	if err == nil {
+		var dz *dropzone.Store
+		if dz, err = a.dropzoneFor(cfg.Courier.Limits); err == nil {
+			return lock, mb, dz, nil
+		}
+	}
+	lock.Release()
+	return nil, nil, nil, err
 }
 
 func (a *app) logger() *slog.Logger {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -99,27 +98,11 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return err
 	}
 	a.log = log
-	if err := mailbox.Init(a.root); err != nil {
-		return withCode(exitCantCreat, err)
-	}
-	layout := mailbox.Layout{Root: a.root}
-	lock, err := service.AcquireLock(filepath.Join(layout.State(), "serve.lock"))
-	if errors.Is(err, service.ErrLocked) {
-		return withCode(exitConflict, err)
-	}
+	lock, mb, dz, err := a.openExclusive(cfg)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-
-	mb, err := a.mailbox()
-	if err != nil {
-		return err
-	}
-	dz, err := a.dropzoneFor(cfg.Courier.Limits)
-	if err != nil {
-		return err
-	}
 	if n, err := dz.RecoverTemp(time.Hour); err == nil && n > 0 {
 		log.Info("removed temporary dropzone files left by an interrupted write", "files", n)
 	}
