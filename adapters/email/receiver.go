@@ -66,6 +66,16 @@ func NewReceiver(opts ReceiverOptions) *Receiver {
 	r.srv.Domain = opts.Hostname
 	r.srv.LMTP = opts.LMTP
 	r.srv.MaxMessageBytes = opts.MaxMessage
+	// go-smtp's line limit (2,000 by default) holds for the message body
+	// too. RFC 5322's 998 is broken by real mail (unwrapped HTML, base64
+	// in one line), and a refused message would be lost or retried
+	// forever, so lines are bounded only by the message limit (none when
+	// there is none), as Postfix accepts them. Command lines share the
+	// bound; the listener is local by default.
+	r.srv.MaxLineLength = 0
+	if opts.MaxMessage > 0 {
+		r.srv.MaxLineLength = max(2000, int(min(opts.MaxMessage, 1<<30)))
+	}
 	r.srv.MaxRecipients = 1000
 	r.srv.ReadTimeout = 5 * time.Minute
 	r.srv.WriteTimeout = time.Minute
@@ -199,7 +209,8 @@ func (s *session) deliver(r io.Reader) error {
 	defer batch.Abort()
 	obj, err := batch.Put(r)
 	if err != nil {
-		if errors.Is(err, smtp.ErrDataTooLarge) || errors.Is(err, dropzone.ErrTooLarge) {
+		// A line over the line limit is a line over the message limit.
+		if errors.Is(err, smtp.ErrDataTooLarge) || errors.Is(err, dropzone.ErrTooLarge) || errors.Is(err, smtp.ErrTooLongLine) {
 			return errTooBig
 		}
 		rc.log.Error("receiver: cannot store the message", "err", err)

@@ -286,6 +286,55 @@ func TestReceiverSizeLimit(t *testing.T) {
 	}
 }
 
+// TestReceiverLongLines: lines far over RFC 5322's 998 octets (unwrapped
+// HTML, base64 in one line) are real mail: the message is accepted whole,
+// raw byte for byte. Only a line over the message limit is refused, and
+// with a permanent 552: a 4xx would have the MTA retry it forever.
+func TestReceiverLongLines(t *testing.T) {
+	ws := newWorkspace(t)
+	r := startReceiver(t, ws, nil, ReceiverOptions{MaxMessage: 64 << 10})
+	long := strings.Repeat("0123456789", 3000) // 30,000 octets
+	mail := strings.Replace(receiverMail, "Bye.", long, 1)
+	if err := sendSMTP(t, r.Addr(), mail); err != nil {
+		t.Fatalf("a message with a 30,000-octet line: %v", err)
+	}
+	files := ws.files(t)
+	if len(files) != 1 {
+		t.Fatalf("%d files, want 1", len(files))
+	}
+	data, err := os.ReadFile(filepath.Join(ws.dir(), files[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := schema.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Content.Text), long) {
+		t.Errorf("the long line is not in the text (%d octets of text)", len(m.Content.Text))
+	}
+	f, err := ws.dz.Open(m.Metadata.Extra.Raw.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(f)
+	f.Close()
+	if want := crlf(mail); !bytes.Equal(raw, want) {
+		t.Errorf("raw message: %d octets, want %d as sent", len(raw), len(want))
+	}
+
+	huge := strings.Replace(receiverMail, "Bye.", strings.Repeat("x", 70<<10), 1)
+	huge = strings.Replace(huge, "<receiver-1@", "<receiver-2@", 1)
+	err = sendSMTP(t, r.Addr(), huge)
+	var te *textproto.Error
+	if !errors.As(err, &te) || te.Code != 552 {
+		t.Errorf("a line over the message limit: end of DATA = %v, want 552", err)
+	}
+	if n := len(ws.files(t)); n != 1 {
+		t.Errorf("%d files, want 1", n)
+	}
+}
+
 // TestReceiverRedelivery: the same message delivered again (an MTA that
 // retries after a lost 250) is accepted and makes no second file.
 func TestReceiverRedelivery(t *testing.T) {
