@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
 	"os"
@@ -30,8 +31,8 @@ var goMessageDeviations = map[string]string{
 	// go-message leaves them raw.
 	"email/mime4j/mimetools-multi-2evil.eml": "encoded words inside a file name",
 	// RFC 2046 §5.1.5: in multipart/digest a part without Content-Type is
-	// message/rfc822, stored whole as an artifact; go-message reads it as
-	// text/plain.
+	// message/rfc822, kept whole and shown as a forward; go-message reads
+	// it as text/plain.
 	"email/mime4j/multipartdigestnestedemptyparts.eml": "multipart/digest's default type",
 	// A raw 8-bit byte inside a Q encoded word ("Fr\xf6sche"): decoded in
 	// the word's charset, as stalwart's expected parse has it ("Die Hasen
@@ -47,6 +48,7 @@ var goMessageKnownBugs = map[string]string{}
 // goMessageView is what go-message makes of a message.
 type goMessageView struct {
 	subject string
+	header  string   // the header block Normalize shows for a forwarded message
 	texts   []string // inline text/plain parts without a file name, in order
 	files   []string // names of the other leaves ("" when unnamed)
 }
@@ -65,6 +67,19 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 	v = &goMessageView{}
 	if v.subject, err = mr.Header.Subject(); err != nil {
 		return nil, true, err
+	}
+	v.header = fwdTitle + "\n"
+	for _, k := range fwdFields {
+		if !mr.Header.Has(k) {
+			continue
+		}
+		t, err := mr.Header.Text(k)
+		if err != nil {
+			return nil, true, err
+		}
+		if t = strings.Join(strings.Fields(t), " "); t != "" {
+			v.header += k + ": " + t + "\n"
+		}
 	}
 	for {
 		p, err := mr.NextPart()
@@ -89,7 +104,7 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 		if err != nil && h.Has("Content-Type") {
 			return nil, false, err
 		}
-		_, dparams, err := h.ContentDisposition()
+		disp, dparams, err := h.ContentDisposition()
 		if err != nil && h.Has("Content-Disposition") {
 			return nil, false, err
 		}
@@ -98,6 +113,20 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 			name = params["name"] // as AttachmentHeader.Filename does
 		}
 		_, attachment := p.Header.(*gomail.AttachmentHeader)
+		if (ct == "message/rfc822" || ct == "message/global") && disp != "attachment" {
+			// Shown inline, as Normalize shows it: kept whole as a file,
+			// its header block (decoded by go-message) and text joining
+			// the texts, its parts the files.
+			v.files = append(v.files, name)
+			fwd, _, err := readGoMessage(bytes.NewReader(body))
+			if err != nil {
+				return nil, false, err
+			}
+			v.texts = append(v.texts, fwd.header)
+			v.texts = append(v.texts, fwd.texts...)
+			v.files = append(v.files, fwd.files...)
+			continue
+		}
 		switch {
 		case attachment || name != "":
 			v.files = append(v.files, name)

@@ -29,9 +29,10 @@
 //     artifacts only, image, audio or video for a single artifact of that
 //     kind, else file.
 //   - content.text: the text/plain body decoded to UTF-8; content.html: the
-//     text/html body as received, decoded to UTF-8; content.markdown: the
-//     HTML converted by html-to-markdown (CommonMark), with the cid: links
-//     of inline images replaced by ".monoco/dropzone/<artifact path>".
+//     text/html body as received, decoded to UTF-8; content.markdown, when
+//     there is HTML: the body in order, each HTML part converted by
+//     html-to-markdown (CommonMark) with the cid: links of inline images
+//     replaced by ".monoco/dropzone/<artifact path>", text parts as they are.
 //     Line ends are LF. A form the message does not have is null: in
 //     particular content.text of an HTML-only message is null, not made up
 //     from the HTML (the Markdown is there, and is the body). The body
@@ -56,7 +57,17 @@
 // gives its root (the "start" part, else the first) and stores the other
 // parts as inline artifacts with their content_id; multipart/digest parts
 // default to message/rfc822. A message/rfc822 part is stored whole as one
-// artifact, named after its Subject + ".eml" when it has no file name.
+// artifact, named after its Subject + ".eml" when it has no file name; unless
+// its disposition is attachment it is also shown as a mail reader shows a
+// forward: a block ("---------- Forwarded message ----------", then its
+// From, Date, Subject, To, Cc) and its body join the text (and the HTML,
+// when it has HTML), its own attachments join the artifacts; 8 levels deep
+// at most.
+//
+// The body under the front matter keeps every part in order: HTML parts
+// as Markdown, text parts as they are (a list footer beside the HTML is
+// not lost). content.text and content.html hold only what the message has
+// in that form.
 // A text/plain or text/html part is body text unless it is an attachment
 // (Content-Disposition: attachment, or a file name); everything else is an
 // artifact, streamed into the dropzone. A text part without a charset

@@ -192,8 +192,9 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	if m.Artifacts == nil {
 		m.Artifacts = []schema.Artifact{}
 	}
-	text := c(strings.Join(col.text, "\n"), "content.text")
-	html := c(strings.Join(col.html, "\n"), "content.html")
+	r := &bodyRenderer{d: d, paths: paths}
+	text := c(strings.Join(r.texts(col, nil), "\n"), "content.text")
+	html := c(strings.Join(r.htmls(col, nil), "\n"), "content.html")
 	if strings.TrimSpace(text) == "" {
 		text = ""
 	}
@@ -202,12 +203,7 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	}
 	var md string
 	if html != "" {
-		var err error
-		md, err = toMarkdown(rewriteCIDs(html, paths))
-		if err != nil {
-			n.addf("HTML to Markdown: %v", err)
-		}
-		md = c(md, "content.markdown")
+		md = c(strings.Join(r.markdown(col, nil), "\n\n"), "content.markdown")
 	}
 	m.Content = schema.Content{Text: schema.NullString(text), HTML: schema.NullString(html), Markdown: schema.NullString(md)}
 	switch {

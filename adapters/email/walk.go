@@ -23,6 +23,9 @@ const (
 	// maxDepth bounds the nesting of multiparts; deeper ones are stored
 	// whole as artifacts.
 	maxDepth = 32
+	// maxForwards bounds attached messages shown inside one another: each
+	// is read again from the dropzone, so a deeper chain is kept whole.
+	maxForwards = 8
 	// maxParts bounds the parts of one message; the rest are skipped,
 	// noted.
 	maxParts = 1000
@@ -61,10 +64,51 @@ func (w *mimeWalker) releaseFrom(mark int) {
 // errOverLimit is returned by limitReader past NormalizeOptions.MaxArtifact.
 var errOverLimit = errors.New("email: artifact over the size limit")
 
-// bodyCollector gathers the body text of an entity: the text/plain and text/html
-// parts that are content, not attachments, in order.
+// bodyCollector gathers the body of an entity in order: the text/plain and
+// text/html parts that are content, not attachments; the chosen forms of a
+// multipart/alternative; and messages attached inline (a forward, the parts
+// of a digest), shown as a mail reader shows them. It is rendered by
+// bodyRenderer once the headers can be decoded.
 type bodyCollector struct {
-	text, html []string
+	segs []segment
+}
+
+// segment is one piece of a body: exactly one of its fields is set.
+type segment struct {
+	text, html string     // a text/plain or text/html part, decoded
+	alt        *altChoice // a multipart/alternative
+	fwd        *forwarded // an inline message/rfc822
+}
+
+// altChoice holds the alternatives chosen for the text and for the HTML
+// (RFC 2046 §5.1.4: the last that has each); either may be nil.
+type altChoice struct{ text, html *bodyCollector }
+
+// forwarded is a message attached inline: its header and its body.
+type forwarded struct {
+	h    mimeHeader
+	body *bodyCollector
+}
+
+// hasText reports whether the body has plain text (a forwarded message's
+// header block counts).
+func (c *bodyCollector) hasText() bool {
+	for _, s := range c.segs {
+		if s.text != "" || s.fwd != nil || (s.alt != nil && s.alt.text != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasHTML reports whether the body has HTML anywhere.
+func (c *bodyCollector) hasHTML() bool {
+	for _, s := range c.segs {
+		if s.html != "" || (s.alt != nil && s.alt.html != nil) || (s.fwd != nil && s.fwd.body.hasHTML()) {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingArtifact is an artifact stored in the dropzone whose name and type are not
@@ -83,17 +127,18 @@ type pendingArtifact struct {
 // mimeWalker walks the MIME tree of one message, streaming attachments into the
 // batch and collecting text.
 type mimeWalker struct {
-	b       *dropzone.Batch
-	max     int64
-	notes   *parseNotes
-	src     *errReader
-	drafts  []pendingArtifact
-	parts   int
-	hint    string // the charset of the first labelled text part
-	tooMany bool
-	scratch []byte
-	pooled  []*bufio.Reader
-	qpBuf   []byte // the output buffer of quoted-printable parts, one at a time
+	b        *dropzone.Batch
+	max      int64
+	notes    *parseNotes
+	src      *errReader
+	drafts   []pendingArtifact
+	parts    int
+	hint     string // the charset of the first labelled text part
+	tooMany  bool
+	forwards int // attached messages being shown, one inside the other
+	scratch  []byte
+	pooled   []*bufio.Reader
+	qpBuf    []byte // the output buffer of quoted-printable parts, one at a time
 }
 
 // entityPos is where an entity sits in the tree.
@@ -167,7 +212,39 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 		d.contentID = ""
 	}
 	d.inline = disp.value == "inline" || (disp.value == "" && (c.related || d.contentID != ""))
-	return w.artifact(d, cte, body, what)
+	obj, err := w.artifact(d, cte, body, what)
+	if err != nil || obj.ID == "" || !d.message || disp.value == "attachment" || depth >= maxDepth {
+		return err
+	}
+	if w.forwards >= maxForwards {
+		w.notes.addf("%s: attached messages nested deeper than %d: kept whole, not shown", what, maxForwards)
+		return nil
+	}
+	w.forwards++
+	defer func() { w.forwards-- }()
+	return w.forward(obj, c, col, depth)
+}
+
+// forward shows an attached message that is not an attachment (a forward
+// inline, the parts of a digest) as a mail reader does: its header block
+// and its body join the body, its attachments the artifacts. The message
+// is read back from the dropzone, where it is also kept whole.
+func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *bodyCollector, depth int) error {
+	f, err := w.b.Open(obj)
+	if err != nil {
+		return fmt.Errorf("email: read attached message back: %w", err)
+	}
+	defer f.Close()
+	mark := len(w.pooled)
+	defer w.releaseFrom(mark)
+	br := w.reader(f)
+	h, left := readHeader(br, true, c.what()+" (attached message) header", w.notes)
+	sub := &bodyCollector{}
+	if err := w.walk(h, bodyReader(br, left), entityPos{path: c.path, defaultType: "text/plain"}, sub, depth+1); err != nil {
+		return err
+	}
+	col.segs = append(col.segs, segment{fwd: &forwarded{h: h, body: sub}})
+	return nil
 }
 
 // multipart walks the parts of a multipart entity.
@@ -254,17 +331,19 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 	if sub == "alternative" {
 		// The last alternative that has each form is the best one (RFC
 		// 2046 §5.1.4): take the text from one and the HTML from one.
-		for i := len(alts) - 1; i >= 0; i-- {
-			if len(alts[i].text) > 0 {
-				col.text = append(col.text, alts[i].text...)
-				break
+		var ch altChoice
+		for i := len(alts) - 1; i >= 0 && ch.text == nil; i-- {
+			if alts[i].hasText() {
+				ch.text = alts[i]
 			}
 		}
-		for i := len(alts) - 1; i >= 0; i-- {
-			if len(alts[i].html) > 0 {
-				col.html = append(col.html, alts[i].html...)
-				break
+		for i := len(alts) - 1; i >= 0 && ch.html == nil; i-- {
+			if alts[i].hasHTML() {
+				ch.html = alts[i]
 			}
+		}
+		if ch.text != nil || ch.html != nil {
+			col.segs = append(col.segs, segment{alt: &ch})
 		}
 	}
 	switch {
@@ -316,7 +395,8 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 			name = "body.html"
 		}
 		d := pendingArtifact{name: param{raw: []byte(name)}, hasName: true, media: media}
-		return w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
+		_, err := w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
+		return err
 	}
 	if bad := badBytes(r); bad > 0 {
 		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
@@ -327,10 +407,13 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 	}
 	s := decodeCharset(buf, label, w.hint, what, w.notes)
 	s = normalizeNewlines(s)
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
 	if media == "text/html" {
-		col.html = append(col.html, s)
+		col.segs = append(col.segs, segment{html: s})
 	} else {
-		col.text = append(col.text, s)
+		col.segs = append(col.segs, segment{text: s})
 	}
 	return nil
 }
@@ -354,9 +437,10 @@ func readUpTo(buf []byte, r io.Reader, max int) ([]byte, error) {
 	return buf, nil
 }
 
-// artifact streams an entity's decoded content into the batch. A part over
-// the size limit is skipped and noted; only I/O errors are returned.
-func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, what string) error {
+// artifact streams an entity's decoded content into the batch and returns
+// the object. A part over the size limit is skipped and noted (a zero
+// Object); only I/O errors are returned.
+func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, what string) (dropzone.Object, error) {
 	r := w.decoder(cte, body, what)
 	dec := r
 	var head *capBuffer
@@ -371,9 +455,9 @@ func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, wha
 	if err != nil {
 		if errors.Is(err, errOverLimit) || errors.Is(err, dropzone.ErrTooLarge) {
 			w.notes.addf("%s (%s): over the artifact size limit: skipped", what, d.media)
-			return nil
+			return dropzone.Object{}, nil
 		}
-		return w.ioError(err)
+		return dropzone.Object{}, w.ioError(err)
 	}
 	if bad := badBytes(dec); bad > 0 {
 		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
@@ -385,7 +469,7 @@ func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, wha
 		d.subject = h.get("Subject")
 	}
 	w.drafts = append(w.drafts, d)
-	return nil
+	return obj, nil
 }
 
 // ioError prefers the error of the message's reader, when there is one, to
