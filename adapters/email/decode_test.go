@@ -354,3 +354,41 @@ func TestRelatedRootByType(t *testing.T) {
 		t.Errorf("html %q artifacts %+v: the HTML part must be the root", m.Content.HTML, m.Artifacts)
 	}
 }
+
+// TestLFReader: CRLF becomes LF across any split of the input; a lone CR,
+// CR CR LF and a CR at the very end are kept as CRs.
+func TestLFReader(t *testing.T) {
+	cases := map[string]string{
+		"a\r\nb\r\n":     "a\nb\n",
+		"a\rb":           "a\rb",
+		"a\r\r\nb":       "a\r\nb",
+		"end\r":          "end\r",
+		"\r\n\r\n":       "\n\n",
+		"no breaks":      "no breaks",
+		"":               "",
+		"x\n\r\r\r\ny\r": "x\n\r\r\ny\r",
+	}
+	for in, want := range cases {
+		for _, chunk := range []int{1, 2, 3, 1 << 20} {
+			got, err := io.ReadAll(&lfReader{r: iotest.HalfReader(&chunkReader{s: in, n: chunk})})
+			if err != nil || string(got) != want {
+				t.Errorf("%q in chunks of %d: %q, %v; want %q", in, chunk, got, err, want)
+			}
+		}
+	}
+}
+
+// chunkReader returns s at most n bytes a read.
+type chunkReader struct {
+	s string
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.s)
+	c.s = c.s[k:]
+	return k, nil
+}

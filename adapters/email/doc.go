@@ -70,7 +70,10 @@
 // in that form.
 // A text/plain or text/html part is body text unless it is an attachment
 // (Content-Disposition: attachment, or a file name); everything else is an
-// artifact, streamed into the dropzone. A text part without a charset
+// artifact, streamed into the dropzone. A text/* artifact sent as 7bit, 8bit
+// or quoted-printable is stored with LF line breaks (those were the
+// transfer's CRLF), as the body text is; one sent as base64 keeps the
+// sender's bytes. A text part without a charset
 // takes one named on an enclosing multipart, as some mailers put it there.
 // An artifact with a Content-ID keeps it as content_id; it is inline when
 // its disposition says so, or, without one, inside multipart/related or

@@ -238,3 +238,44 @@ func unhex(c byte) (byte, bool) {
 	}
 	return 0, false
 }
+
+// lfReader turns CRLF line breaks into LF as it streams; a CR not
+// followed by LF is kept.
+type lfReader struct {
+	r       io.Reader
+	in, out []byte
+	o       int  // out[o:] is converted and not yet returned
+	cr      bool // the last byte read was a CR, not yet written
+	err     error
+}
+
+func (l *lfReader) Read(p []byte) (int, error) {
+	for l.o == len(l.out) {
+		if l.err != nil {
+			if l.cr {
+				l.cr = false
+				l.out, l.o = append(l.out[:0], '\r'), 0
+				break
+			}
+			return 0, l.err
+		}
+		if l.in == nil {
+			l.in, l.out = make([]byte, 16<<10), make([]byte, 0, 16<<10+1)
+		}
+		n, err := l.r.Read(l.in)
+		l.err = err
+		l.out, l.o = l.out[:0], 0
+		for _, c := range l.in[:n] {
+			if l.cr && c != '\n' {
+				l.out = append(l.out, '\r')
+			}
+			l.cr = c == '\r'
+			if !l.cr {
+				l.out = append(l.out, c)
+			}
+		}
+	}
+	k := copy(p, l.out[l.o:])
+	l.o += k
+	return k, nil
+}

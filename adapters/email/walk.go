@@ -121,6 +121,7 @@ type pendingArtifact struct {
 	inline    bool
 	contentID string
 	message   bool   // a message/rfc822 part: named after its subject
+	lf        bool   // text whose line breaks are the transfer's: stored with LF
 	subject   []byte // the raw Subject of an attached message
 }
 
@@ -207,6 +208,11 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 		media:     media,
 		contentID: strings.Trim(strings.TrimSpace(string(h.get("Content-Id"))), "<>"),
 		message:   media == "message/rfc822" || media == "message/global",
+		// A text attachment sent as 7bit, 8bit or quoted-printable has the
+		// transfer's CRLF line breaks (IMAP and SMTP are CRLF): stored
+		// with LF, as the body text is, so a patch applies and a script
+		// runs on the Linux host. Base64 keeps the sender's bytes.
+		lf: strings.HasPrefix(media, "text/") && cte != "base64",
 	}
 	if !isASCII([]byte(d.contentID)) || strings.ContainsFunc(d.contentID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		d.contentID = ""
@@ -394,7 +400,7 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 		if media == "text/html" {
 			name = "body.html"
 		}
-		d := pendingArtifact{name: param{raw: []byte(name)}, hasName: true, media: media}
+		d := pendingArtifact{name: param{raw: []byte(name)}, hasName: true, media: media, lf: true}
 		_, err := w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
 		return err
 	}
@@ -443,6 +449,9 @@ func readUpTo(buf []byte, r io.Reader, max int) ([]byte, error) {
 func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, what string) (dropzone.Object, error) {
 	r := w.decoder(cte, body, what)
 	dec := r
+	if d.lf {
+		r = &lfReader{r: r}
+	}
 	var head *capBuffer
 	if d.message {
 		head = &capBuffer{max: 64 << 10}
