@@ -129,6 +129,11 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
 	})
 	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.health, set.waiting
+	for name := range set.health {
+		if p := schema.Provider(name); p.Valid() {
+			metrics.Init(p)
+		}
+	}
 
 	lt := service.NewLifetime(log)
 	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})

@@ -216,6 +216,19 @@ func newMetrics(s *Service) *Metrics {
 	return m
 }
 
+// Init makes every series of the given providers exist from the start, at
+// zero: a counter that appears only with its first increment breaks
+// rate() and alerts on absent(), and a dashboard shows nothing instead of 0.
+func (m *Metrics) Init(providers ...schema.Provider) {
+	for _, p := range providers {
+		m.sent.WithLabelValues(string(p))
+		m.failed.WithLabelValues(string(p), "temporary")
+		m.failed.WithLabelValues(string(p), "permanent")
+		m.duration.WithLabelValues("inbound", string(p))
+		m.duration.WithLabelValues("outbound", string(p))
+	}
+}
+
 // Sent implements outbound.Observer.
 func (m *Metrics) Sent(p schema.Provider, latency time.Duration) {
 	m.sent.WithLabelValues(string(p)).Inc()
@@ -276,8 +289,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	if qs, err := c.s.Mailbox.Outbound(ctx); err == nil {
+		depth := map[string]int{}
+		for name := range c.s.Adapters {
+			if schema.Provider(name).Valid() {
+				depth[name] = 0 // an enabled provider with nothing queued
+			}
+		}
 		for _, q := range qs {
-			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(q.Queued), string(q.Provider))
+			depth[string(q.Provider)] = q.Queued
+		}
+		for p, n := range depth {
+			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(n), p)
 		}
 	}
 	if counts, err := c.s.Mailbox.Count(ctx); err == nil {
