@@ -52,8 +52,10 @@ func (s Server) tlsConfig() *tls.Config {
 type Account struct {
 	Name      string
 	Addresses []string // the first is the From address
-	SMTP      Server
-	Hostname  string // EHLO name (default: the From domain)
+	// DisplayName is the name shown with the From address.
+	DisplayName string
+	SMTP        Server
+	Hostname    string // EHLO name (default: the From domain)
 	// AppendSent copies each sent message to IMAP's SentFolder.
 	AppendSent bool
 	IMAP       *Server
@@ -326,7 +328,7 @@ func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, e
 		return "", adapters.Permanent(fmt.Errorf("email: account %q has no address to send from (courier.adapters.email.accounts[].addresses)", acct.Name))
 	}
 	var h gomail.Header
-	h.SetAddressList("From", []*gomail.Address{{Address: from}})
+	h.SetAddressList("From", []*gomail.Address{{Name: acct.DisplayName, Address: from}})
 	to, err := addressList(d.To)
 	if err != nil {
 		return "", err

@@ -33,7 +33,7 @@ func testDraft() *schema.Draft {
 }
 
 func newTestSender(t *testing.T, f *smtpFake, dz *dropzone.Store) *Sender {
-	return NewSender(SenderOptions{Accounts: []Account{{Name: "work", Addresses: []string{"agent@corp.example"}, SMTP: f.server()}},
+	return NewSender(SenderOptions{Accounts: []Account{{Name: "work", Addresses: []string{"agent@corp.example"}, DisplayName: "Agent Zoë", SMTP: f.server()}},
 		Dropzone: dz, Timeout: 5 * time.Second})
 }
 
@@ -110,7 +110,7 @@ func TestSendMarkdownReply(t *testing.T) {
 	dec := new(mime.WordDecoder)
 	subj, _ := dec.DecodeHeader(p.h.Get("Subject"))
 	checks := map[string]string{
-		"From": "<agent@corp.example>", "Message-Id": "<0f3c9a8b7c6d@corp.example>",
+		"Message-Id": "<0f3c9a8b7c6d@corp.example>",
 		"In-Reply-To": "<Q1@Example.com>", "References": "<root@example.com> <Q1@Example.com>",
 		"Date": "Fri, 06 Feb 2026 20:45:00 +0000", "X-Courier-Draft": d.ID,
 	}
@@ -118,6 +118,9 @@ func TestSendMarkdownReply(t *testing.T) {
 		if got := p.h.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
+	}
+	if from, err := (&mail.AddressParser{WordDecoder: dec}).Parse(p.h.Get("From")); err != nil || from.Name != "Agent Zoë" || from.Address != "agent@corp.example" {
+		t.Errorf("From %q: %v, %v (want the account's display name)", p.h.Get("From"), from, err)
 	}
 	if subj != "Re: Déploiement prévu" {
 		t.Errorf("subject %q", subj)

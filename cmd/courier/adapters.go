@@ -114,7 +114,7 @@ func buildEmail(cfg *config.Config, deps adapterDeps, set *adapterSet) error {
 		}
 		if acct.SMTP != nil {
 			sm := acct.SMTP
-			ea := email.Account{Name: acct.Name, Addresses: acct.Addresses, Hostname: sm.Hostname,
+			ea := email.Account{Name: acct.Name, Addresses: acct.Addresses, DisplayName: acct.DisplayName, Hostname: sm.Hostname,
 				SMTP:       server(sm.Host, sm.Port, sm.TLS, sm.InsecureSkipVerify, sm.Username, sm.Password, sm.Auth),
 				AppendSent: sm.AppendSent}
 			if sm.AppendSent && acct.IMAP != nil {

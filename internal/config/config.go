@@ -199,8 +199,11 @@ type Receiver struct {
 type Account struct {
 	Name      string   `yaml:"name"`
 	Addresses []string `yaml:"addresses"`
-	IMAP      *IMAP    `yaml:"imap"`
-	SMTP      *SMTP    `yaml:"smtp"`
+	// DisplayName is the name in the From of mail sent from the account
+	// ("Monoco Agent" <agent@example.com>); none by default.
+	DisplayName string `yaml:"display_name"`
+	IMAP        *IMAP  `yaml:"imap"`
+	SMTP        *SMTP  `yaml:"smtp"`
 }
 
 // IMAP is an account's IMAP server.
