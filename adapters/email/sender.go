@@ -341,7 +341,7 @@ func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, e
 		}
 		h.SetAddressList("Cc", cc)
 	}
-	h.SetSubject(d.Subject)
+	h.Set("Subject", encodeText(d.Subject))
 	date := time.Now()
 	if d.CreatedAt != nil {
 		date = d.CreatedAt.Time
@@ -609,4 +609,54 @@ func (a Account) Check(ctx context.Context) error {
 	}
 	c.Quit()
 	return nil
+}
+
+// encodeText encodes an unstructured header value (a Subject) as RFC 2047
+// encoded words short enough that the field folds into lines of at most
+// 76 characters (mime.QEncoding makes words of up to 75, so a long
+// non-ASCII subject became one line of hundreds). Text that needs no
+// encoding is left to the header writer, which folds it at spaces.
+func encodeText(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain && !strings.Contains(s, "=?") {
+		return s
+	}
+	const prefix, suffix, maxWord = "=?utf-8?q?", "?=", 60
+	var out, word strings.Builder
+	flush := func() {
+		if word.Len() == 0 {
+			return
+		}
+		if out.Len() > 0 {
+			out.WriteByte(' ') // folding white space: dropped between encoded words
+		}
+		out.WriteString(prefix + word.String() + suffix)
+		word.Reset()
+	}
+	var enc []byte
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		enc = enc[:0]
+		for _, c := range []byte(string(r)) {
+			switch {
+			case c == ' ':
+				enc = append(enc, '_')
+			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("!*+-/", c) >= 0:
+				enc = append(enc, c)
+			default:
+				enc = fmt.Appendf(enc, "=%02X", c)
+			}
+		}
+		if len(prefix)+word.Len()+len(enc)+len(suffix) > maxWord {
+			flush()
+		}
+		word.Write(enc)
+	}
+	flush()
+	return out.String()
 }

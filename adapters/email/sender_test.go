@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	gomail "github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
+
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
@@ -275,3 +278,38 @@ func TestSendErrors(t *testing.T) {
 
 func newStdQP(r io.Reader) io.Reader  { return quotedprintable.NewReader(r) }
 func newStdB64(r io.Reader) io.Reader { return base64.NewDecoder(base64.StdEncoding, r) }
+
+// TestEncodeText: a subject of any length and script comes back whole
+// through a standard decoder, and the field folds into lines of at most 76
+// characters.
+func TestEncodeText(t *testing.T) {
+	dec := new(mime.WordDecoder)
+	for _, s := range []string{
+		"Plain ASCII stays as it is",
+		strings.Repeat("a long plain subject ", 12),
+		"Re: Déploiement prévu",
+		"Wöchentlicher Bericht — 周报 with a rather long subject line that needs folding when encoded",
+		strings.Repeat("施氏食狮史", 20),
+		"=?utf-8?q?not_an_encoded_word?= taken literally",
+		"under_score, question? equals= and tab\there",
+		"bad \xff byte",
+	} {
+		enc := encodeText(s)
+		got, err := dec.DecodeHeader(enc)
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if err != nil || got != want {
+			t.Errorf("%q: encoded %q decodes to %q, %v", s, enc, got, err)
+		}
+		var h gomail.Header
+		h.Set("Subject", enc)
+		var buf bytes.Buffer
+		if err := textproto.WriteHeader(&buf, h.Header.Header); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimRight(buf.String(), "\r\n"), "\r\n") {
+			if len(line) > 76 {
+				t.Errorf("%q: a header line of %d characters: %q", s, len(line), line)
+			}
+		}
+	}
+}
