@@ -113,7 +113,7 @@ func TestSendMarkdownReply(t *testing.T) {
 	dec := new(mime.WordDecoder)
 	subj, _ := dec.DecodeHeader(p.h.Get("Subject"))
 	checks := map[string]string{
-		"Message-Id": "<0f3c9a8b7c6d@corp.example>",
+		"Message-Id":  "<0f3c9a8b7c6d@corp.example>",
 		"In-Reply-To": "<Q1@Example.com>", "References": "<root@example.com> <Q1@Example.com>",
 		"Date": "Fri, 06 Feb 2026 20:45:00 +0000", "X-Courier-Draft": d.ID,
 	}
