@@ -337,6 +337,33 @@ func TestSendQuickAndArtifacts(t *testing.T) {
 	if err != nil || string(stored) != "%PDF-1.4 pretend" {
 		t.Errorf("dropzone copy: %q %v", stored, err)
 	}
+
+	// Quick mode with --attach: a local file (relative to the current
+	// folder) and a dropzone object by id; a missing file is refused
+	// with nothing queued.
+	csv := filepath.Join(dir, "data.csv")
+	os.WriteFile(csv, []byte("a,b\n"), 0o644)
+	before = dirState(t, filepath.Join(ws, ".monoco/mailbox/outbound"))
+	_, e, code = cli(t, ws, "", "send", "--to", "oc_9", "--text", "x", "--attach", csv, "--attach", filepath.Join(dir, "missing.pdf"))
+	if code != exitNoInput || !strings.Contains(e, "missing.pdf") {
+		t.Errorf("--attach of a missing file: %d %s", code, e)
+	}
+	if dirState(t, filepath.Join(ws, ".monoco/mailbox/outbound")) != before {
+		t.Error("a refused --attach queued something")
+	}
+	out, e, code = cli(t, ws, "", "send", "--to", "oc_9", "--text", "Both.", "--attach", csv, "--attach", want, "--format", "json")
+	if code != 0 {
+		t.Fatalf("send --attach: %d %s", code, e)
+	}
+	json.Unmarshal([]byte(out), &res)
+	data, _ = os.ReadFile(filepath.Join(ws, res.Path))
+	if d, _, err = schema.DecodeDraft(data); err != nil {
+		t.Fatal(err)
+	}
+	csvID := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte("a,b\n")))
+	if len(d.Artifacts) != 2 || d.Artifacts[0].ID != csvID || d.Artifacts[0].Name != "data.csv" || d.Artifacts[1].ID != want || d.Artifacts[1].Size != 16 {
+		t.Errorf("--attach artifacts = %+v", d.Artifacts)
+	}
 }
 
 func TestListReadAndReindex(t *testing.T) {

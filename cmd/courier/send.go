@@ -27,7 +27,7 @@ import (
 // sendFlags are send's options.
 type sendFlags struct {
 	provider, subject, text, replyTo, correlation, account, format string
-	to, cc, bcc                                                    []string
+	to, cc, bcc, attach                                            []string
 	dryRun                                                         bool
 }
 
@@ -44,7 +44,8 @@ message answered (reply_to) when the draft does not give them.
 Quick mode needs no file:  courier send --provider lark --to oc_123 --text "Fixed"`,
 		Example: `  courier send reply.md
   courier send reply.md --dry-run
-  courier send --reply-to email_3f2a9c0d1e2f3a4b5c6d --text "Thanks, on it."`,
+  courier send --reply-to email_3f2a9c0d1e2f3a4b5c6d --text "Thanks, on it."
+  courier send --reply-to email_3f2a9c0d1e2f3a4b5c6d --text "The report." --attach report.pdf`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(f.format, []string{"text", "json"}); err != nil {
@@ -68,6 +69,7 @@ Quick mode needs no file:  courier send --provider lark --to oc_123 --text "Fixe
 	fl.StringVar(&f.subject, "subject", "", "subject (email)")
 	fl.StringVar(&f.text, "text", "", "the message text (quick mode without a draft file)")
 	fl.StringVar(&f.replyTo, "reply-to", "", "id of the message answered")
+	fl.StringArrayVar(&f.attach, "attach", nil, "attach a file, or a dropzone object by its sha256:... id (repeatable; added to the draft's)")
 	fl.StringVar(&f.correlation, "correlation", "", "correlation id")
 	fl.StringVar(&f.account, "account", "", "email account to send from (default: the one the message answered came to, else the first)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and resolve, print the draft as it would be queued, queue nothing")
@@ -130,6 +132,20 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	}
 	if f.correlation != "" {
 		d.CorrelationID = schema.NullString(f.correlation)
+	}
+	for _, x := range f.attach {
+		if _, err := dropzone.ParseID(x); err == nil {
+			d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x})
+			continue
+		}
+		abs, err := filepath.Abs(x)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return withCode(exitNoInput, fmt.Errorf("--attach %s: %w", x, errors.Unwrap(err)))
+		}
+		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{Path: abs})
 	}
 	mb, err := a.mailbox()
 	if err != nil {
