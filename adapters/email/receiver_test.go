@@ -158,13 +158,7 @@ func TestReceiverSMTP(t *testing.T) {
 	if m.Metadata.Extra.Raw == nil {
 		t.Fatal("no raw message")
 	}
-	f, err := ws.dz.Open(m.Metadata.Extra.Raw.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(f)
-	f.Close()
-	if want := crlf(receiverMail); !bytes.Equal(raw, want) {
+	if raw, want := ws.read(t, m.Metadata.Extra.Raw.ID), crlf(receiverMail); !bytes.Equal(raw, want) {
 		t.Errorf("raw message differs from what was sent:\n got %q\nwant %q", raw, want)
 	}
 
@@ -298,34 +292,21 @@ func TestReceiverLongLines(t *testing.T) {
 	if err := sendSMTP(t, r.Addr(), mail); err != nil {
 		t.Fatalf("a message with a 30,000-octet line: %v", err)
 	}
-	files := ws.files(t)
-	if len(files) != 1 {
-		t.Fatalf("%d files, want 1", len(files))
-	}
-	data, err := os.ReadFile(filepath.Join(ws.dir(), files[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := schema.Decode(data)
-	if err != nil {
-		t.Fatal(err)
+	msgs := ws.messages(t)
+	m := msgs[threading.EmailID("<receiver-1@example.com>")]
+	if len(msgs) != 1 || m == nil {
+		t.Fatalf("%d messages, want the one sent", len(msgs))
 	}
 	if !strings.Contains(string(m.Content.Text), long) {
 		t.Errorf("the long line is not in the text (%d octets of text)", len(m.Content.Text))
 	}
-	f, err := ws.dz.Open(m.Metadata.Extra.Raw.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(f)
-	f.Close()
-	if want := crlf(mail); !bytes.Equal(raw, want) {
-		t.Errorf("raw message: %d octets, want %d as sent", len(raw), len(want))
+	if raw := ws.read(t, m.Metadata.Extra.Raw.ID); !bytes.Equal(raw, crlf(mail)) {
+		t.Errorf("raw message: %d octets, want %d as sent", len(raw), len(crlf(mail)))
 	}
 
 	huge := strings.Replace(receiverMail, "Bye.", strings.Repeat("x", 70<<10), 1)
 	huge = strings.Replace(huge, "<receiver-1@", "<receiver-2@", 1)
-	err = sendSMTP(t, r.Addr(), huge)
+	err := sendSMTP(t, r.Addr(), huge)
 	var te *textproto.Error
 	if !errors.As(err, &te) || te.Code != 552 {
 		t.Errorf("a line over the message limit: end of DATA = %v, want 552", err)

@@ -3,6 +3,7 @@ package email
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -197,3 +198,18 @@ func testMail(n int, subject string) []byte {
 
 // mailID is the mailbox id of testMail(n, ...).
 func mailID(n int) string { return threading.EmailID(fmt.Sprintf("<msg-%d@test.example>", n)) }
+
+// read returns the content of a dropzone object.
+func (w *workspace) read(t testing.TB, id string) []byte {
+	t.Helper()
+	f, err := w.dz.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
