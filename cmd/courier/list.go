@@ -8,10 +8,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/width"
 
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -21,7 +22,7 @@ import (
 type entryWriter struct {
 	format string
 	w      *bufio.Writer
-	tw     *tabwriter.Writer
+	table  *tableWriter
 	enc    *json.Encoder
 	buf    bytes.Buffer
 	n      int
@@ -43,8 +44,8 @@ func newEntryWriter(out io.Writer, format string) *entryWriter {
 	ew := &entryWriter{format: format, w: bufio.NewWriterSize(out, 64*1024), now: time.Now()}
 	switch format {
 	case "table":
-		ew.tw = tabwriter.NewWriter(ew.w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(ew.tw, "ID\tPROVIDER\tFROM\tSTATUS\tTIME\tPREVIEW")
+		ew.table = &tableWriter{w: ew.w}
+		ew.table.row("ID", "PROVIDER", "FROM", "STATUS", "TIME", "PREVIEW")
 	case "json":
 		ew.enc = json.NewEncoder(&ew.buf)
 		ew.enc.SetEscapeHTML(false)
@@ -56,12 +57,11 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 	ew.n++
 	switch ew.format {
 	case "table":
-		_, err := fmt.Fprintf(ew.tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Provider, cell(e.From.Name, 24), e.Status,
-			ago(ew.now, e.Timestamp), cell(e.Preview, 50))
+		ew.table.row(e.ID, string(e.Provider), cell(e.From.Name, 24), string(e.Status), ago(ew.now, e.Timestamp), cell(e.Preview, 50))
 		if ew.n%1000 == 0 {
-			err = ew.tw.Flush() // keep memory flat on long listings
+			return ew.table.flush() // keep memory flat on long listings
 		}
-		return err
+		return nil
 	case "json":
 		ew.buf.Reset()
 		if err := ew.enc.Encode(e); err != nil {
@@ -86,7 +86,7 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 func (ew *entryWriter) close() error {
 	switch ew.format {
 	case "table":
-		if err := ew.tw.Flush(); err != nil {
+		if err := ew.table.flush(); err != nil {
 			return err
 		}
 	case "json":
@@ -99,14 +99,79 @@ func (ew *entryWriter) close() error {
 	return ew.w.Flush()
 }
 
-// cell cuts s to n runes for a table column.
+// tableWriter aligns columns by the width they take on a terminal (a CJK
+// character takes two cells; text/tabwriter counts it as one, so Chinese
+// names and previews pushed the columns out of line). Rows are held in
+// blocks; a column's width only grows from one block to the next.
+type tableWriter struct {
+	w      io.Writer
+	rows   [][]string
+	widths []int
+}
+
+func (t *tableWriter) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *tableWriter) flush() error {
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i == len(t.widths) {
+				t.widths = append(t.widths, 0)
+			}
+			t.widths[i] = max(t.widths[i], displayWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		b.Reset()
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", t.widths[i]-displayWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(t.w, b.String()); err != nil {
+			return err
+		}
+	}
+	t.rows = t.rows[:0]
+	return nil
+}
+
+// displayWidth is the number of terminal cells s takes.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeWidth(r)
+	}
+	return n
+}
+
+func runeWidth(r rune) int {
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	if unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200b' {
+		return 0
+	}
+	return 1
+}
+
+// cell cuts s to n terminal cells for a table column.
 func cell(s string, n int) string {
 	s = oneLine(s)
-	r := []rune(s)
-	if len(r) <= n {
+	if displayWidth(s) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	w := 0
+	for i, r := range s {
+		if w+runeWidth(r) > n-1 {
+			return s[:i] + "…"
+		}
+		w += runeWidth(r)
+	}
+	return s
 }
 
 func oneLine(s string) string {
