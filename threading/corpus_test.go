@@ -3,7 +3,7 @@ package threading
 // Tests on real threads from the shared corpus (see its README.md and
 // threads/SOURCES.tsv). They run only when COURIER_CORPUS names the corpus:
 //
-//	COURIER_CORPUS=/work/shared/corpus go test -v -run Corpus ./threading
+//	COURIER_CORPUS=$PWD/../shared/corpus go test -v -run Corpus ./threading
 
 import (
 	"bufio"

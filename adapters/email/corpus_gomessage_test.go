@@ -3,7 +3,6 @@ package email
 import (
 	"bytes"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -160,27 +159,7 @@ func comparableText(s string) string {
 // Subject, the text/plain body and the number and names of the other parts
 // must agree (set COURIER_CORPUS to the corpus directory).
 func TestCorpusGoMessage(t *testing.T) {
-	dir := os.Getenv("COURIER_CORPUS")
-	if dir == "" {
-		t.Skip("COURIER_CORPUS not set")
-	}
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".eml") {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		t.Fatalf("no .eml files under %s", dir)
-	}
+	dir, files := corpusEMLs(t)
 	s := newTestStore(t, nil)
 	var (
 		refused, refusedOutright              int

@@ -25,29 +25,7 @@ var corpusDeviations = map[string]string{}
 // expected output where there is one, else the standard library's
 // mime.WordDecoder where it can decode the subject.
 func TestCorpus(t *testing.T) {
-	dir := os.Getenv("COURIER_CORPUS")
-	if dir == "" {
-		t.Skip("COURIER_CORPUS not set")
-	}
-	var files []string
-	for _, sub := range []string{"email", "threads/ceph-devel"} {
-		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && strings.HasSuffix(p, ".eml") {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		t.Fatalf("no .eml files under %s", dir)
-	}
+	dir, files := corpusEMLs(t)
 	s := newTestStore(t, nil)
 	var (
 		stalwart, stdlib, skipped, deviated, noted int
@@ -175,3 +153,31 @@ func rawSubject(t *testing.T, p string) (string, bool) {
 
 // fold collapses white space, for comparing subjects.
 func fold(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// corpusEMLs returns the corpus directory (COURIER_CORPUS; the test is
+// skipped without it) and every .eml file under it, sorted.
+func corpusEMLs(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := os.Getenv("COURIER_CORPUS")
+	if dir == "" {
+		t.Skip("COURIER_CORPUS not set")
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".eml") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Fatalf("no .eml files under %s", dir)
+	}
+	return dir, files
+}

@@ -136,7 +136,7 @@ func StartDovecot(t testing.TB) *Dovecot {
 
 var errPortInUse = errors.New("address already in use")
 
-// config is dovecot.conf, after /work/shared/notes/dovecot-and-peers.md.
+// config is dovecot.conf, after ../shared/notes/dovecot-and-peers.md (beside the checkout).
 func (d *Dovecot) config() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Courier test Dovecot (internal/testutil). Start: dovecot -c %[1]s
