@@ -95,7 +95,7 @@ func buildEmail(cfg *config.Config, deps adapterDeps, set *adapterSet) error {
 		set.sources = append(set.sources, rc)
 		parts = append(parts, rc)
 		addr := r.addr
-		set.checks = append(set.checks, check{name: rc.Name(), fn: func(ctx context.Context) error { return checkListen(addr) }})
+		set.checks = append(set.checks, check{name: rc.Name(), fn: func(ctx context.Context) error { return checkListen(addr) }, listen: true})
 	}
 	var accounts []email.Account
 	for _, acct := range e.Accounts {

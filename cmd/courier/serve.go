@@ -331,4 +331,7 @@ type adapterSet struct {
 type check struct {
 	name string
 	fn   func(ctx context.Context) error
+	// listen marks a check that binds the service's own port: it fails
+	// while the service runs, which holds the port.
+	listen bool
 }

@@ -153,6 +153,12 @@ func TestServeEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"service": "running"`) {
 		t.Errorf("status: %d %s", code, out)
 	}
+	// doctor beside the running service: the receiver's port is the
+	// service's, not a conflict.
+	out, _, code = cli(t, ws, "", "doctor")
+	if code != 0 || !strings.Contains(out, "✓ email/receiver/smtp") || !strings.Contains(out, "listening in the running service") {
+		t.Errorf("doctor while serving: exit %d\n%s", code, out)
+	}
 	// A second serve on the same mailbox is refused at once.
 	second := exec.Command(courierBin, "--root", ws, "serve")
 	outb, _ := second.CombinedOutput()
