@@ -1,0 +1,135 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/mailbox"
+)
+
+// TestLifetimeOrderAndRollback: components start in order and stop in
+// reverse; a failed start stops, in reverse, only those already started,
+// and its error names the component; Stop asks every component even when
+// one fails.
+func TestLifetimeOrderAndRollback(t *testing.T) {
+	var log []string
+	comp := func(name string, startErr, stopErr error) Component {
+		return Component{Name: name,
+			Start: func(context.Context) error { log = append(log, "start "+name); return startErr },
+			Stop:  func(context.Context) error { log = append(log, "stop "+name); return stopErr },
+		}
+	}
+	l := NewLifetime(nil)
+	l.Add(comp("a", nil, nil))
+	l.Add(comp("b", nil, errors.New("b would not stop")))
+	l.Add(comp("c", nil, nil))
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Stop(context.Background())
+	if want := []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}; !reflect.DeepEqual(log, want) {
+		t.Errorf("order %v, want %v", log, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "b: b would not stop") {
+		t.Errorf("stop error %v, want b's", err)
+	}
+
+	log = nil
+	l = NewLifetime(nil)
+	l.Add(comp("http", nil, nil))
+	l.Add(comp("ingest", nil, nil))
+	l.Add(comp("receiver", errors.New("address in use"), nil))
+	l.Add(comp("never", nil, nil))
+	err = l.Start(context.Background())
+	if err == nil || err.Error() != "receiver: address in use" {
+		t.Errorf("start error %v", err)
+	}
+	if want := []string{"start http", "start ingest", "start receiver", "stop ingest", "stop http"}; !reflect.DeepEqual(log, want) {
+		t.Errorf("rollback %v, want %v", log, want)
+	}
+	log = nil
+	if err := l.Stop(context.Background()); err != nil || len(log) != 0 {
+		t.Errorf("Stop after a rolled-back start: %v %v (nothing is left to stop)", err, log)
+	}
+}
+
+// TestLockSingleInstance: a second holder is refused with ErrLocked and
+// the first holder's pid, also from another process; Release frees it.
+func TestLockSingleInstance(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "serve.lock")
+	l, err := AcquireLock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireLock(p); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid ") {
+		t.Errorf("second lock in the process: %v, want ErrLocked with a pid", err)
+	}
+	// flock(1) from another process sees the lock held.
+	if flock, err := exec.LookPath("flock"); err == nil {
+		if err := exec.Command(flock, "-n", p, "true").Run(); err == nil {
+			t.Error("another process took the lock")
+		}
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := AcquireLock(p)
+	if err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	l2.Release()
+}
+
+type fixedHealth adapters.Health
+
+func (h fixedHealth) Health() adapters.Health { return adapters.Health(h) }
+
+// TestHealthReport: /health lists every adapter (disabled ones too), is
+// degraded when an enabled adapter is not connected, and says when the
+// service is stopping.
+func TestHealthReport(t *testing.T) {
+	root := t.TempDir()
+	if err := mailbox.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := mailbox.Open(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	s := &Service{Mailbox: mb, Adapters: map[string]adapters.HealthReporter{
+		"email": fixedHealth{Status: adapters.StatusConnected},
+	}}
+	get := func() Report {
+		rec := httptest.NewRecorder()
+		s.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+		body, _ := io.ReadAll(rec.Body)
+		var r Report
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatalf("/health: %v: %s", err, body)
+		}
+		return r
+	}
+	r := get()
+	if r.Status != "healthy" || r.Service != "running" || r.Adapters["email"].Status != adapters.StatusConnected ||
+		r.Adapters["lark"].Status != adapters.StatusDisabled || r.Adapters["slack"].Status != adapters.StatusDisabled {
+		t.Errorf("report %+v", r)
+	}
+	s.Adapters["email"] = fixedHealth{Status: "reconnecting", LastError: "connection refused"}
+	if r := get(); r.Status != "degraded" || r.Adapters["email"].LastError != "connection refused" {
+		t.Errorf("an adapter down: %+v", r)
+	}
+	s.MarkStopping()
+	if r := get(); r.Service != "stopping" {
+		t.Errorf("stopping: %+v", r)
+	}
+}
