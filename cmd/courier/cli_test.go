@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -250,6 +251,39 @@ func TestSendEmailReply(t *testing.T) {
 	out, _, code = cli(t, ws, "", "context", "incident_7", "--format", "id")
 	if code != 0 || out != parent.ID+"\n"+d.ID+"\n" {
 		t.Errorf("context = %q", out)
+	}
+}
+
+// An attachment of the message answered, sent back by id, keeps its name
+// and type (the dropzone knows neither).
+func TestSendAttachFromParent(t *testing.T) {
+	ws := newWorkspace(t)
+	os.WriteFile(filepath.Join(ws, ".monoco/config/courier.yaml"), []byte(workConfig), 0o644)
+	dz, err := dropzone.Open(filepath.Join(ws, ".monoco/dropzone"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := dz.Put(strings.NewReader("col1,col2\n"))
+	dz.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := testutil.Message(schema.Email, "fedcba9876543210fedc", testutil.Time("2026-02-06T10:00:00Z"), "Numbers attached.")
+	m.Artifacts = []schema.Artifact{{ID: obj.ID, Name: "numbers.csv", Type: schema.ArtifactDocument, MimeType: "text/csv", Size: obj.Size, Path: obj.Path}}
+	seed(t, ws, m)
+	out, e, code := cli(t, ws, "", "send", "--reply-to", m.ID, "--text", "Corrected.", "--attach", obj.ID, "--format", "json")
+	if code != 0 {
+		t.Fatalf("send: %d %s", code, e)
+	}
+	var res struct{ Path string }
+	json.Unmarshal([]byte(out), &res)
+	data, _ := os.ReadFile(filepath.Join(ws, res.Path))
+	d, _, err := schema.DecodeDraft(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Artifacts) != 1 || d.Artifacts[0].Name != "numbers.csv" || d.Artifacts[0].MimeType != "text/csv" || d.Artifacts[0].Size != obj.Size {
+		t.Errorf("artifacts %+v, want the parent's numbers.csv", d.Artifacts)
 	}
 }
 

@@ -276,6 +276,21 @@ func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.D
 	if p != nil && p.entry.Provider != d.Provider {
 		return src.Errorf("reply_to", "%s is a %s message; it cannot be answered over %s", d.ReplyTo, p.entry.Provider, d.Provider)
 	}
+	// An artifact given by id alone, taken from the message answered (a
+	// file sent back, forwarded on), keeps that message's name and type.
+	if p != nil && p.msg != nil {
+		for i := range d.Artifacts {
+			art := &d.Artifacts[i]
+			for _, pa := range p.msg.Artifacts {
+				if art.ID != "" && art.ID == pa.ID && art.Name == "" {
+					art.Name = pa.Name
+					if art.MimeType == "" {
+						art.MimeType = pa.MimeType
+					}
+				}
+			}
+		}
+	}
 	// Recipients, correlation, thread.
 	if p != nil {
 		if len(d.To) == 0 {
