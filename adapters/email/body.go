@@ -20,19 +20,23 @@ var fwdFields = []string{"From", "Date", "Subject", "To", "Cc"}
 const fwdTitle = "---------- Forwarded message ----------"
 
 // fwdBlock returns the lines shown above a forwarded message's body: the
-// title, then its decoded header fields as "Name: value".
-func (r *bodyRenderer) fwdBlock(h mimeHeader) []string {
-	lines := []string{fwdTitle}
+// title, then its decoded header fields as "Name: value". They are decoded
+// once, for the text, the HTML and the Markdown.
+func (r *bodyRenderer) fwdBlock(f *forwarded) []string {
+	if f.block != nil {
+		return f.block
+	}
+	f.block = []string{fwdTitle}
 	for _, k := range fwdFields {
-		if !h.has(k) {
+		if !f.h.has(k) {
 			continue
 		}
-		v := cleanText(r.d.text(h.get(k), "attached message "+k), "attached message "+k, r.d.notes)
+		v := cleanText(r.d.text(f.h.get(k), "attached message "+k), "attached message "+k, r.d.notes)
 		if strings.TrimSpace(v) != "" {
-			lines = append(lines, k+": "+v)
+			f.block = append(f.block, k+": "+v)
 		}
 	}
-	return lines
+	return f.block
 }
 
 // texts appends the plain text of c to out, a part at a time: the text
@@ -46,7 +50,7 @@ func (r *bodyRenderer) texts(c *bodyCollector, out []string) []string {
 		case s.alt != nil && s.alt.text != nil:
 			out = r.texts(s.alt.text, out)
 		case s.fwd != nil:
-			out = append(out, strings.Join(r.fwdBlock(s.fwd.h), "\n")+"\n")
+			out = append(out, strings.Join(r.fwdBlock(s.fwd), "\n")+"\n")
 			out = r.texts(s.fwd.body, out)
 		}
 	}
@@ -65,7 +69,7 @@ func (r *bodyRenderer) htmls(c *bodyCollector, out []string) []string {
 		case s.fwd != nil && s.fwd.body.hasHTML():
 			var b strings.Builder
 			b.WriteString("<p>")
-			for i, l := range r.fwdBlock(s.fwd.h) {
+			for i, l := range r.fwdBlock(s.fwd) {
 				if i > 0 {
 					b.WriteString("<br>\n")
 				}
@@ -100,7 +104,7 @@ func (r *bodyRenderer) markdown(c *bodyCollector, out []string) []string {
 		case s.alt != nil:
 			out = r.markdown(s.alt.text, out)
 		case s.fwd != nil:
-			out = append(out, strings.Join(r.fwdBlock(s.fwd.h), "\n"))
+			out = append(out, strings.Join(r.fwdBlock(s.fwd), "\n"))
 			out = r.markdown(s.fwd.body, out)
 		}
 	}

@@ -86,8 +86,9 @@ type altChoice struct{ text, html *bodyCollector }
 
 // forwarded is a message attached inline: its header and its body.
 type forwarded struct {
-	h    mimeHeader
-	body *bodyCollector
+	h     mimeHeader
+	body  *bodyCollector
+	block []string // the header block, once rendered
 }
 
 // hasText reports whether the body has plain text (a forwarded message's
