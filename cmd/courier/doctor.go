@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,33 +19,61 @@ import (
 )
 
 func (a *app) doctorCommand() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the config, the layout, permissions, the database and each adapter's connection and credentials",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			failed := a.doctor(cmd.Context())
-			if failed > 0 {
+			if err := checkFormat(format, []string{"text", "json"}); err != nil {
+				return err
+			}
+			checks, failed := a.doctor(cmd.Context(), format == "text")
+			switch {
+			case format == "json":
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"ok": failed == 0, "failed": failed, "checks": checks}); err != nil {
+					return err
+				}
+			case failed > 0:
 				fmt.Fprintf(a.stdout, "\n%d check(s) failed.\n", failed)
+			default:
+				fmt.Fprintln(a.stdout, "\nall checks passed.")
+			}
+			if failed > 0 {
 				return &exitError{code: exitUnavailable, silent: true}
 			}
-			fmt.Fprintln(a.stdout, "\nall checks passed.")
 			return nil
 		},
 	}
+	c.Flags().StringVar(&format, "format", "text", "text or json")
+	return c
 }
 
-// doctor runs every check and prints one line each; it returns the number
-// that failed.
-func (a *app) doctor(ctx context.Context) int {
+// doctorCheck is the outcome of one check.
+type doctorCheck struct {
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"` // what was found, or what is wrong and how to fix it
+}
+
+// doctor runs every check, printing one line each as it goes when print is
+// set; it returns the checks and the number that failed.
+func (a *app) doctor(ctx context.Context, print bool) ([]doctorCheck, int) {
+	var checks []doctorCheck
 	failed := 0
 	report := func(name string, err error, ok string) {
+		c := doctorCheck{Check: name, OK: err == nil, Detail: ok}
+		mark := "✓"
 		if err != nil {
 			failed++
-			fmt.Fprintf(a.stdout, "✗ %-22s %s\n", name, oneLine(err.Error()))
-			return
+			c.Detail, mark = oneLine(err.Error()), "✗"
 		}
-		fmt.Fprintf(a.stdout, "✓ %-22s %s\n", name, ok)
+		checks = append(checks, c)
+		if print {
+			fmt.Fprintf(a.stdout, "%s %-22s %s\n", mark, name, c.Detail)
+		}
 	}
 	// The secrets first: they may live where only the service can read
 	// them (a systemd credential). If so, say how to check them and go on
@@ -55,9 +84,13 @@ func (a *app) doctor(ctx context.Context) int {
 		report("config", err, "")
 		a.secrets, a.cfg = false, nil
 		if cfg, err = a.loadConfig(); err != nil {
-			return failed
+			return checks, failed
 		}
-		fmt.Fprintln(a.stdout, "  (secrets are checked inside the service's environment, e.g.: systemd-run -P --wait -p User=courier -p LoadCredential=... courier doctor)")
+		const hint = "secrets are checked inside the service's environment, e.g.: systemd-run -P --wait -p User=courier -p LoadCredential=... courier doctor"
+		checks[len(checks)-1].Detail += " (" + hint + ")"
+		if print {
+			fmt.Fprintln(a.stdout, "  ("+hint+")")
+		}
 	} else {
 		report("config", nil, configName(cfg))
 	}
@@ -83,7 +116,7 @@ func (a *app) doctor(ctx context.Context) int {
 	set, err := buildAdapters(cfg, adapterDeps{log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
-		return failed
+		return checks, failed
 	}
 	if len(set.checks) == 0 {
 		report("adapters", nil, "none enabled")
@@ -98,7 +131,7 @@ func (a *app) doctor(ctx context.Context) int {
 		cancel()
 		report(c.name, err, "ok")
 	}
-	return failed
+	return checks, failed
 }
 
 func checkLayout(l mailbox.Layout) error {

@@ -401,6 +401,30 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
 	}
+	// The same as JSON, for scripts: every check with its outcome.
+	out, _, code = cli(t, ws, "", "doctor", "--format", "json")
+	var rep struct {
+		OK     bool
+		Failed int
+		Checks []struct {
+			Check  string
+			OK     bool
+			Detail string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitUnavailable || rep.OK || rep.Failed != 1 {
+		t.Errorf("doctor --format json: exit %d, %v, %+v\n%s", code, err, rep, out)
+	}
+	outcome := map[string]bool{}
+	for _, c := range rep.Checks {
+		outcome[c.Check] = c.OK
+		if c.Check == "email/down smtp" && !strings.Contains(c.Detail, "connection refused") {
+			t.Errorf("the failed check's detail: %q", c.Detail)
+		}
+	}
+	if !outcome["config"] || !outcome["email/good smtp"] || outcome["email/down smtp"] {
+		t.Errorf("JSON outcomes %v", outcome)
+	}
 	// A message file made writable is a permission problem doctor names.
 	seed(t, ws, testutil.Message(schema.Lark, "om_perm", testutil.Time("2026-01-01T00:00:00Z"), "x"))
 	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/lark/*.md"))
