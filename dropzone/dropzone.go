@@ -519,26 +519,36 @@ func (b *Batch) Open(o Object) (*os.File, error) {
 }
 
 // openRegular opens name read-only, refusing anything but a regular file.
-// What is opened must be what was checked: not a link swapped in since. id
-// names the object in errors.
+// What is opened must be what was checked: not a link swapped in since
+// (os.Root follows a final symlink, O_NOFOLLOW or not). id names the object
+// in errors.
+//
+// A concurrent commit of the same content renames its copy over the object,
+// so the file at the path may change between the check and the open, to
+// one with the same bytes: that is tried again, a few times.
 func (s *Store) openRegular(name, id string) (*os.File, error) {
-	before, err := s.root.Lstat(name)
-	if err != nil {
-		return nil, s.lookupErr(id, err)
-	}
-	if !before.Mode().IsRegular() {
-		return nil, fmt.Errorf("dropzone: %s: not a regular file", id)
-	}
-	f, err := s.root.Open(name)
-	if err != nil {
-		return nil, s.lookupErr(id, err)
-	}
-	after, err := f.Stat()
-	if err != nil || !os.SameFile(before, after) {
+	for range 5 {
+		before, err := s.root.Lstat(name)
+		if err != nil {
+			return nil, s.lookupErr(id, err)
+		}
+		if !before.Mode().IsRegular() {
+			return nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+		}
+		f, err := s.root.Open(name)
+		if err != nil {
+			return nil, s.lookupErr(id, err)
+		}
+		after, err := f.Stat()
+		if err == nil && os.SameFile(before, after) {
+			return f, nil
+		}
 		f.Close()
-		return nil, fmt.Errorf("dropzone: %s: changed while opening", id)
+		if err != nil {
+			return nil, fmt.Errorf("dropzone: %s: %w", id, err)
+		}
 	}
-	return f, nil
+	return nil, fmt.Errorf("dropzone: %s: changed while opening, again and again", id)
 }
 
 // stored reports whether a regular file of o's size is at o's final path.
