@@ -493,3 +493,58 @@ func TestDoctorWithoutSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Under systemd (Type=notify, WatchdogSec=): the service says READY=1 once
+// it serves, pets the watchdog while its database answers, and says
+// STOPPING=1 on SIGTERM. A NOTIFY_SOCKET of our own stands in for systemd.
+func TestServeSystemdNotify(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	got := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	wait := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case m, ok := <-got:
+				if !ok {
+					t.Fatalf("notify socket closed before %s", want)
+				}
+				if strings.Contains(m, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s on the notify socket", want)
+			}
+		}
+	}
+
+	ws := newWorkspace(t)
+	web := freeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, freeAddr(t)))
+	t.Setenv("NOTIFY_SOCKET", sock)
+	t.Setenv("WATCHDOG_USEC", "300000") // 0.3 s: a pet every 0.1 s
+	s := startServe(t, ws, web)
+	wait("READY=1")
+	wait("WATCHDOG=1")
+	wait("WATCHDOG=1")
+	if code := s.Stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.Log())
+	}
+	wait("STOPPING=1")
+}
