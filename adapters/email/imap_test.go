@@ -367,13 +367,17 @@ func TestIMAPBackfill(t *testing.T) {
 		m.append(t, "INBOX", testMail(i, fmt.Sprintf("Backfill %d", i)), time.Time{})
 	}
 	ws := newWorkspace(t)
-	src := m.source(t, ws, IMAPOptions{})
+	var progress bytes.Buffer // a terminal's view of the backfill
+	src := m.source(t, ws, IMAPOptions{Progress: &progress})
 	if err := src.SyncOnce(ctx, ws.pipe); err != nil {
 		t.Fatal(err)
 	}
 	files := ws.files(t)
 	if len(files) != 5 {
 		t.Fatalf("%d files, want 5: %v", len(files), files)
+	}
+	if out := progress.String(); !strings.Contains(out, "\r") || !strings.Contains(out, "5/5 messages (") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("backfill progress %q: want done/total and rate, redrawn in place, ending the line", out)
 	}
 	validity := m.uidValidity(t, "INBOX")
 	msgs := ws.messages(t)

@@ -39,6 +39,9 @@ func TestFetch(t *testing.T) {
 	if ids := countIDs(t, ws); len(ids) != 40 {
 		t.Errorf("%d messages listed, want 40", len(ids))
 	}
+	if strings.Contains(e, "messages (") {
+		t.Errorf("backfill progress printed into a pipe: %q", e)
+	}
 	out, _, _ = cli(t, ws, "", "fetch")
 	if !strings.Contains(out, "fetched 0 new message(s)") {
 		t.Errorf("second fetch: %s", out)
