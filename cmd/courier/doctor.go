@@ -28,7 +28,13 @@ func (a *app) doctorCommand() *cobra.Command {
 			if err := checkFormat(format, []string{"text", "json"}); err != nil {
 				return err
 			}
-			checks, failed := a.doctor(cmd.Context(), format == "text")
+			checks := a.doctor(cmd.Context(), format == "text")
+			failed := 0
+			for _, c := range checks {
+				if !c.OK {
+					failed++
+				}
+			}
 			switch {
 			case format == "json":
 				enc := json.NewEncoder(a.stdout)
@@ -59,15 +65,13 @@ type doctorCheck struct {
 }
 
 // doctor runs every check, printing one line each as it goes when print is
-// set; it returns the checks and the number that failed.
-func (a *app) doctor(ctx context.Context, print bool) ([]doctorCheck, int) {
+// set, and returns their outcomes.
+func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	var checks []doctorCheck
-	failed := 0
 	report := func(name string, err error, ok string) {
 		c := doctorCheck{Check: name, OK: err == nil, Detail: ok}
 		mark := "✓"
 		if err != nil {
-			failed++
 			c.Detail, mark = oneLine(err.Error()), "✗"
 		}
 		checks = append(checks, c)
@@ -84,7 +88,7 @@ func (a *app) doctor(ctx context.Context, print bool) ([]doctorCheck, int) {
 		report("config", err, "")
 		a.secrets, a.cfg = false, nil
 		if cfg, err = a.loadConfig(); err != nil {
-			return checks, failed
+			return checks
 		}
 		const hint = "secrets are checked inside the service's environment, e.g.: systemd-run -P --wait -p User=courier -p LoadCredential=... courier doctor"
 		checks[len(checks)-1].Detail += " (" + hint + ")"
@@ -116,7 +120,7 @@ func (a *app) doctor(ctx context.Context, print bool) ([]doctorCheck, int) {
 	set, err := buildAdapters(cfg, adapterDeps{log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
-		return checks, failed
+		return checks
 	}
 	if len(set.checks) == 0 {
 		report("adapters", nil, "none enabled")
@@ -131,7 +135,7 @@ func (a *app) doctor(ctx context.Context, print bool) ([]doctorCheck, int) {
 		cancel()
 		report(c.name, err, "ok")
 	}
-	return checks, failed
+	return checks
 }
 
 func checkLayout(l mailbox.Layout) error {
