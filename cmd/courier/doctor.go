@@ -202,40 +202,32 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 	return out
 }
 
+// hasInlineSecret reports whether the config file holds a secret itself
+// rather than naming its file.
 func hasInlineSecret(cfg *config.Config) bool {
-	a := cfg.Courier.Adapters
-	if a.Lark.AppSecret != "" && a.Lark.AppSecretFile == "" || a.Slack.BotToken != "" && a.Slack.BotTokenFile == "" {
-		return true
-	}
-	for _, acct := range a.Email.Accounts {
-		if acct.IMAP != nil && acct.IMAP.Password != "" && acct.IMAP.PasswordFile == "" {
-			return true
-		}
-		if acct.SMTP != nil && acct.SMTP.Password != "" && acct.SMTP.PasswordFile == "" {
+	for _, s := range cfg.Secrets() {
+		if *s.Secret != "" && s.File == "" {
 			return true
 		}
 	}
 	return false
 }
 
+// secretFiles returns the files the config's secrets are read from, each
+// once (the flat email keys' password_file is also their account's).
 func secretFiles(cfg *config.Config) []string {
-	a := cfg.Courier.Adapters
-	files := []string{a.Email.PasswordFile, a.Lark.AppSecretFile, a.Lark.EncryptKeyFile, a.Lark.VerificationTokenFile,
-		a.Slack.BotTokenFile, a.Slack.AppTokenFile, a.Slack.SigningSecretFile}
-	for _, acct := range a.Email.Accounts {
-		if acct.IMAP != nil {
-			files = append(files, acct.IMAP.PasswordFile)
-		}
-		if acct.SMTP != nil {
-			files = append(files, acct.SMTP.PasswordFile)
-		}
-	}
 	var out []string
-	for _, f := range files {
-		if f != "" {
-			if !filepath.IsAbs(f) && cfg.Path != "" {
-				f = filepath.Join(filepath.Dir(cfg.Path), f)
-			}
+	seen := map[string]bool{}
+	for _, s := range cfg.Secrets() {
+		f := s.File
+		if f == "" {
+			continue
+		}
+		if !filepath.IsAbs(f) && cfg.Path != "" {
+			f = filepath.Join(filepath.Dir(cfg.Path), f)
+		}
+		if !seen[f] {
+			seen[f] = true
 			out = append(out, f)
 		}
 	}

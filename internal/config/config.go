@@ -22,8 +22,10 @@ import (
 	"net/mail"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -61,6 +63,108 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // MarshalYAML hides the value when a config is written back.
 func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// SecretRef is one secret of a config, as Secrets finds it.
+type SecretRef struct {
+	// Path is the secret's key, as errors name it:
+	// "courier.adapters.email.accounts[0].smtp.password". Its file form
+	// is Path+"_file".
+	Path string
+	// Secret is the secret's field in the config.
+	Secret *Secret
+	// File is the value of the *_file form, as written ("" when unset):
+	// relative to the config file's folder unless absolute.
+	File string
+}
+
+var secretType = reflect.TypeFor[Secret]()
+
+// Secrets returns every secret of c, in field order, through the accounts
+// and sections c has. A secret is declared by its field alone: a field of
+// type Secret with YAML key x and, beside it, a string field with key
+// x_file for its file form. Reading the files (Parse), leaving secrets out
+// for the commands that run without them (LoadOptions.Secrets) and
+// doctor's checks all go by this list.
+func (c *Config) Secrets() []SecretRef {
+	var out []SecretRef
+	walkSecrets(reflect.ValueOf(c).Elem(), "", &out)
+	return out
+}
+
+// walkSecrets appends the secrets in v, an addressable value at path.
+// Pointers are followed and lists entered; maps hold no secrets.
+func walkSecrets(v reflect.Value, path string, out *[]SecretRef) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			walkSecrets(v.Elem(), path, out)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			walkSecrets(v.Index(i), fmt.Sprintf("%s[%d]", path, i), out)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			key, inline, ok := yamlKey(t.Field(i))
+			if !ok {
+				continue
+			}
+			p := path
+			if !inline {
+				p = joinKey(path, key)
+			}
+			if t.Field(i).Type != secretType {
+				walkSecrets(v.Field(i), p, out)
+				continue
+			}
+			ref := SecretRef{Path: p, Secret: v.Field(i).Addr().Interface().(*Secret)}
+			if j := fileField(t, key); j >= 0 {
+				ref.File = v.Field(j).String()
+			}
+			*out = append(*out, ref)
+		}
+	}
+}
+
+// yamlKey returns the YAML key of f as yaml.v3 reads it; ok is false for a
+// field YAML does not see.
+func yamlKey(f reflect.StructField) (key string, inline, ok bool) {
+	if !f.IsExported() {
+		return "", false, false
+	}
+	key, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if key == "-" {
+		return "", false, false
+	}
+	if key == "" {
+		key = strings.ToLower(f.Name)
+	}
+	for o := range strings.SplitSeq(opts, ",") {
+		if o == "inline" {
+			inline = true
+		}
+	}
+	return key, inline, true
+}
+
+// fileField returns the index of the string field of t holding the file
+// form of the secret with key key, or -1.
+func fileField(t reflect.Type, key string) int {
+	for i := range t.NumField() {
+		if k, _, ok := yamlKey(t.Field(i)); ok && k == key+"_file" && t.Field(i).Type.Kind() == reflect.String {
+			return i
+		}
+	}
+	return -1
+}
+
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
 
 // Duration is a time.Duration written as "60s", "5m" or a number of
 // seconds.
@@ -475,15 +579,71 @@ func parse(data []byte, dir string, secrets bool) (*Config, error) {
 	return c, nil
 }
 
-// secretKey reports whether a config key holds a secret or names one.
-func secretKey(path string) bool {
-	k := path[strings.LastIndexByte(path, '.')+1:]
-	k = strings.TrimSuffix(k, "_file")
-	switch k {
-	case "password", "app_secret", "verification_token", "encrypt_key", "bot_token", "app_token", "signing_secret":
-		return true
+// secretKey reports whether a config key holds a secret or names one (its
+// *_file form): whether path, its indices aside, is the path of a secret in
+// a config that had every list and section (see secretPaths).
+func secretKey(path string) bool { return secretPaths()[anyIndex(path)] }
+
+// secretPaths are the paths of every secret a config file can hold and of
+// their *_file forms, "[]" standing for any index.
+var secretPaths = sync.OnceValue(func() map[string]bool {
+	var c Config
+	fillShape(reflect.ValueOf(&c).Elem())
+	out := map[string]bool{}
+	for _, s := range c.Secrets() {
+		out[anyIndex(s.Path)] = true
+		out[anyIndex(s.Path)+"_file"] = true
 	}
-	return false
+	return out
+})
+
+// fillShape gives every pointer of v a value and every list one item, so
+// that Secrets of the result finds every secret field.
+func fillShape(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fillShape(v.Elem())
+	case reflect.Slice:
+		if v.Len() == 0 {
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		}
+		for i := range v.Len() {
+			fillShape(v.Index(i))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				fillShape(f)
+			}
+		}
+	}
+}
+
+// anyIndex replaces the indices in path by "[]": accounts[2].imap.password
+// becomes accounts[].imap.password.
+func anyIndex(path string) string {
+	if !strings.Contains(path, "[") {
+		return path
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(path, '[')
+		if i < 0 {
+			b.WriteString(path)
+			return b.String()
+		}
+		j := strings.IndexByte(path[i:], ']')
+		if j < 0 {
+			b.WriteString(path)
+			return b.String()
+		}
+		b.WriteString(path[:i])
+		b.WriteString("[]")
+		path = path[i+j+1:]
+	}
 }
 
 // expandEnv replaces ${NAME} in every scalar value. Without secrets, the
@@ -614,74 +774,70 @@ func lineFinder(root *yaml.Node) func(path string) int {
 // account.
 func (c *Config) resolve(dir string, line func(string) int, secrets bool) schema.Errors {
 	var errs schema.Errors
-	read := func(path string, secret *Secret, file string) {
-		if file == "" || !secrets {
-			return
+	if secrets {
+		for _, s := range c.Secrets() {
+			if err := readSecret(s, dir, line); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if *secret != "" {
-			errs = append(errs, &schema.FieldError{Line: line(path), Path: path, Msg: "set either the secret or its _file, not both"})
-			return
-		}
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(dir, file)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			errs = append(errs, &schema.FieldError{Line: line(path + "_file"), Path: path + "_file", Msg: "cannot read the secret file: " + pathError(err)})
-			return
-		}
-		*secret = Secret(strings.TrimRight(string(b), "\r\n"))
 	}
-	a := &c.Courier.Adapters
-	e := &a.Email
+	return append(errs, c.flatAccount(line)...)
+}
+
+// readSecret reads the file form of secret s, if it has one, into s.
+func readSecret(s SecretRef, dir string, line func(string) int) *schema.FieldError {
+	if s.File == "" {
+		return nil
+	}
+	if *s.Secret != "" {
+		return &schema.FieldError{Line: line(s.Path), Path: s.Path, Msg: "set either the secret or its _file, not both"}
+	}
+	file := s.File
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(dir, file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return &schema.FieldError{Line: line(s.Path + "_file"), Path: s.Path + "_file", Msg: "cannot read the secret file: " + pathError(err)}
+	}
+	*s.Secret = Secret(strings.TrimRight(string(b), "\r\n"))
+	return nil
+}
+
+// flatAccount turns upstream's flat email keys into the account "default".
+// Its secrets were read already: the account takes the password and the
+// name of the file it came from.
+func (c *Config) flatAccount(line func(string) int) schema.Errors {
+	e := &c.Courier.Adapters.Email
+	if e.IMAPServer == "" && e.SMTPServer == "" {
+		return nil
+	}
 	p := "courier.adapters.email"
-	read(p+".password", &e.Password, e.PasswordFile)
-	if e.IMAPServer != "" || e.SMTPServer != "" {
-		if len(e.Accounts) > 0 {
-			errs = append(errs, &schema.FieldError{Line: line(p + ".imap_server"), Path: p,
-				Msg: "use either accounts or the flat keys (imap_server, smtp_server, ...), not both"})
-		} else {
-			acct := Account{Name: "default"}
-			if e.IMAPServer != "" {
-				acct.IMAP = &IMAP{Host: e.IMAPServer, Port: e.IMAPPort, Username: e.Username, Password: e.Password, PollInterval: e.PollInterval}
-				if e.PollInterval != 0 {
-					acct.IMAP.Mode = "poll"
-				}
-				if e.IMAPPort == 143 {
-					acct.IMAP.TLS = "starttls"
-				}
-			}
-			if e.SMTPServer != "" {
-				acct.SMTP = &SMTP{Host: e.SMTPServer, Port: e.SMTPPort, Username: e.Username, Password: e.Password}
-				switch e.SMTPPort {
-				case 465:
-					acct.SMTP.TLS = "implicit"
-				case 25:
-					acct.SMTP.TLS = "none"
-				}
-			}
-			e.Accounts = []Account{acct}
+	if len(e.Accounts) > 0 {
+		return schema.Errors{{Line: line(p + ".imap_server"), Path: p,
+			Msg: "use either accounts or the flat keys (imap_server, smtp_server, ...), not both"}}
+	}
+	acct := Account{Name: "default"}
+	if e.IMAPServer != "" {
+		acct.IMAP = &IMAP{Host: e.IMAPServer, Port: e.IMAPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile, PollInterval: e.PollInterval}
+		if e.PollInterval != 0 {
+			acct.IMAP.Mode = "poll"
+		}
+		if e.IMAPPort == 143 {
+			acct.IMAP.TLS = "starttls"
 		}
 	}
-	for i := range e.Accounts {
-		acct := &e.Accounts[i]
-		ap := fmt.Sprintf("%s.accounts[%d]", p, i)
-		if acct.IMAP != nil {
-			read(ap+".imap.password", &acct.IMAP.Password, acct.IMAP.PasswordFile)
-		}
-		if acct.SMTP != nil {
-			read(ap+".smtp.password", &acct.SMTP.Password, acct.SMTP.PasswordFile)
+	if e.SMTPServer != "" {
+		acct.SMTP = &SMTP{Host: e.SMTPServer, Port: e.SMTPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile}
+		switch e.SMTPPort {
+		case 465:
+			acct.SMTP.TLS = "implicit"
+		case 25:
+			acct.SMTP.TLS = "none"
 		}
 	}
-	l := &a.Lark
-	read("courier.adapters.lark.app_secret", &l.AppSecret, l.AppSecretFile)
-	read("courier.adapters.lark.verification_token", &l.VerificationToken, l.VerificationTokenFile)
-	read("courier.adapters.lark.encrypt_key", &l.EncryptKey, l.EncryptKeyFile)
-	s := &a.Slack
-	read("courier.adapters.slack.bot_token", &s.BotToken, s.BotTokenFile)
-	read("courier.adapters.slack.app_token", &s.AppToken, s.AppTokenFile)
-	read("courier.adapters.slack.signing_secret", &s.SigningSecret, s.SigningSecretFile)
-	return errs
+	e.Accounts = []Account{acct}
+	return nil
 }
 
 func pathError(err error) string {

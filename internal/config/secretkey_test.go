@@ -1,0 +1,41 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+// secretKey, which empties secrets for the commands that run without them,
+// knows every secret Secrets finds and its *_file form, at any index, and
+// nothing else.
+func TestSecretKey(t *testing.T) {
+	var c Config
+	fillShape(reflect.ValueOf(&c).Elem())
+	refs := c.Secrets()
+	if len(refs) < 9 {
+		t.Fatalf("fillShape left sections out: %d secrets", len(refs))
+	}
+	for _, r := range refs {
+		for _, p := range []string{r.Path, r.Path + "_file"} {
+			if !secretKey(p) {
+				t.Errorf("secretKey(%q) = false", p)
+			}
+		}
+	}
+	for p, want := range map[string]bool{
+		"courier.adapters.email.accounts[12].smtp.password_file": true,
+		"courier.adapters.email.accounts[3].imap.password":       true,
+		"courier.adapters.email.password":                        true,
+		"courier.adapters.lark.encrypt_key":                      true,
+		"courier.adapters.email.accounts[3].imap.username":       false,
+		"courier.adapters.email.accounts[3].imap":                false,
+		"courier.adapters.email.username":                        false,
+		"courier.adapters.lark.app_id":                           false,
+		"courier.root":                                           false,
+		"password":                                               false,
+	} {
+		if secretKey(p) != want {
+			t.Errorf("secretKey(%q) = %v, want %v", p, !want, want)
+		}
+	}
+}
