@@ -293,14 +293,11 @@ func (d *Dovecot) stop() error {
 	}
 	d.running = false
 	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(d.pidFile()); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("master %d has not exited after 15 s", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !Poll(15*time.Second, func() bool {
+		_, err := os.Stat(d.pidFile())
+		return errors.Is(err, os.ErrNotExist)
+	}) {
+		return fmt.Errorf("master %d has not exited after 15 s", pid)
 	}
 	return waitClosed(d.Addr, time.Until(deadline))
 }

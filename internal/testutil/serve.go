@@ -32,22 +32,28 @@ func StartServe(tb testing.TB, bin, httpAddr string, args ...string) *Serve {
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	tb.Cleanup(s.Kill)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	exited := false
+	up := Poll(20*time.Second, func() bool {
 		select {
 		case <-s.done:
-			tb.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.Log())
+			exited = true
+			return true
 		default:
 		}
-		if resp, err := http.Get(s.Health); err == nil {
-			resp.Body.Close()
-			return s
+		resp, err := http.Get(s.Health)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("courier serve did not answer /health:\n%s", s.Log())
-		}
-		time.Sleep(10 * time.Millisecond)
+		resp.Body.Close()
+		return true
+	})
+	switch {
+	case exited:
+		tb.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.Log())
+	case !up:
+		tb.Fatalf("courier serve did not answer /health:\n%s", s.Log())
 	}
+	return s
 }
 
 // Log is everything the service has printed so far.

@@ -89,22 +89,27 @@ func lookupAccount() (account, error) {
 	// Test binaries of several packages run at once and may race to
 	// create the user; useradd then fails on its lock or because the
 	// user exists. Look again until one of them has made it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		u, err := user.Lookup(MailUser)
-		if err == nil {
-			return toAccount(u, true)
+	var acct account
+	var err error
+	if !Poll(10*time.Second, func() bool {
+		u, lerr := user.Lookup(MailUser)
+		if lerr == nil {
+			acct, err = toAccount(u, true)
+			return true
 		}
 		out, addErr := exec.Command("useradd", "--system", "--no-create-home", "--user-group",
 			"--shell", "/usr/sbin/nologin", "--comment", "Courier test mail", MailUser).CombinedOutput()
-		if addErr == nil {
-			continue
+		if addErr != nil { // another process holds /etc/passwd's lock, or made the user
+			err = fmt.Errorf("useradd %s: %v: %s", MailUser, addErr, out)
 		}
-		if time.Now().After(deadline) {
-			return account{}, fmt.Errorf("useradd %s: %v: %s", MailUser, addErr, out)
+		return false
+	}) {
+		if err == nil {
+			err = fmt.Errorf("user %s still unknown 10 s after useradd made it", MailUser)
 		}
-		time.Sleep(50 * time.Millisecond) // another process holds /etc/passwd's lock
+		return account{}, err
 	}
+	return acct, err
 }
 
 func toAccount(u *user.User, root bool) (account, error) {
@@ -252,46 +257,48 @@ var errExited = errors.New("server exited")
 // stranger who took the port is not mistaken for it), until timeout. exited
 // reports whether the server process has died, to stop waiting early.
 func waitGreeting(addr, marker string, timeout time.Duration, exited func() bool) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
+	var last, final error
+	ok := Poll(timeout, func() bool {
 		if exited != nil && exited() {
-			return errExited
+			final = errExited
+			return true
 		}
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			last = err
-			time.Sleep(5 * time.Millisecond)
-			continue
+			return false
 		}
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		line, err := bufio.NewReader(c).ReadString('\n')
 		c.Close()
 		if err != nil {
 			last = err
-			time.Sleep(5 * time.Millisecond)
-			continue
+			return false
 		}
 		if !strings.Contains(line, marker) {
-			return fmt.Errorf("%s answers %q, not the server just started (port taken by another test?)", addr, strings.TrimSpace(line))
+			final = fmt.Errorf("%s answers %q, not the server just started (port taken by another test?)", addr, strings.TrimSpace(line))
 		}
-		return nil
+		return true
+	})
+	if !ok {
+		return fmt.Errorf("%s: no greeting within %v: %v", addr, timeout, last)
 	}
-	return fmt.Errorf("%s: no greeting within %v: %v", addr, timeout, last)
+	return final
 }
 
 // waitClosed polls addr until connections are refused, until timeout.
 func waitClosed(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	if !Poll(timeout, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			return nil
+			return true
 		}
 		c.Close()
-		time.Sleep(5 * time.Millisecond)
+		return false
+	}) {
+		return fmt.Errorf("%s still accepts connections after %v", addr, timeout)
 	}
-	return fmt.Errorf("%s still accepts connections after %v", addr, timeout)
+	return nil
 }
 
 // tail returns the last n lines of s.

@@ -529,17 +529,10 @@ func TestSMTPSinkInProgress(t *testing.T) {
 	}
 	fmt.Fprint(w, "Subject: half\r\n\r\n"+strings.Repeat("x", 100000)+"\r\n")
 	// The dump exists but is open: not a message yet.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	WaitFor(t, 5*time.Second, "smtp-sink's dump file of the open transaction", func() bool {
 		files, _ := filepath.Glob(filepath.Join(s.Dir, "dump", "*"))
-		if len(files) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dump file while sending (%d)", len(files))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(files) == 1
+	})
 	if n := len(s.Messages(t)); n != 0 {
 		t.Fatalf("%d messages while the transaction is open", n)
 	}

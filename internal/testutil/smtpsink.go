@@ -370,20 +370,18 @@ func (s *SMTPSink) messages() ([]SinkMessage, error) {
 // them, or fails the test after timeout.
 func (s *SMTPSink) WaitMessages(t testing.TB, n int, timeout time.Duration) []SinkMessage {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msgs, err := s.messages()
-		if err != nil {
-			t.Fatalf("testutil: smtp-sink: %v", err)
-		}
-		if len(msgs) >= n {
-			return msgs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testutil: smtp-sink got %d messages in %v, want %d", len(msgs), timeout, n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var msgs []SinkMessage
+	var err error
+	if !Poll(timeout, func() bool {
+		msgs, err = s.messages()
+		return err != nil || len(msgs) >= n
+	}) {
+		t.Fatalf("testutil: smtp-sink got %d messages in %v, want %d", len(msgs), timeout, n)
 	}
+	if err != nil {
+		t.Fatalf("testutil: smtp-sink: %v", err)
+	}
+	return msgs
 }
 
 // ParseSinkDump parses one smtp-sink -d dump file:
