@@ -15,6 +15,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
@@ -137,18 +138,6 @@ func (e *env) queue(t *testing.T, p schema.Provider, mutate ...func(*schema.Draf
 	return d
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (e *env) status(t *testing.T, id string) mailbox.Status {
 	ent, err := e.mb.Get(ctx, id)
 	if err != nil {
@@ -192,7 +181,7 @@ func TestDeliverAndArchive(t *testing.T) {
 	// Queued while it runs: the watch picks it up.
 	late := e.queue(t, schema.Lark)
 	for _, d := range []*schema.Draft{early, late} {
-		waitFor(t, d.ID+" sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
+		testutil.WaitFor(t, 10*time.Second, d.ID+" sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
 		got, path := e.draftAt(t, d.ID)
 		if !strings.HasPrefix(path, ".monoco/mailbox/archive/lark/") {
 			t.Errorf("archived at %s", path)
@@ -223,7 +212,7 @@ func TestRetriesThenSuccess(t *testing.T) {
 	})
 	e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Slack: rec}, BackoffBase: 40 * time.Millisecond})
 	d := e.queue(t, schema.Slack)
-	waitFor(t, "sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
+	testutil.WaitFor(t, 10*time.Second, "sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
 	calls := rec.callsFor(d.ID)
 	if len(calls) != 3 {
 		t.Fatalf("%d calls, want 3", len(calls))
@@ -257,7 +246,7 @@ func TestPermanentAndExhausted(t *testing.T) {
 	bad := e.queue(t, schema.Lark, func(d *schema.Draft) { d.To = schema.Recipients{"bad"} })
 	flaky := e.queue(t, schema.Lark)
 	for _, d := range []*schema.Draft{bad, flaky} {
-		waitFor(t, d.ID+" dead", func() bool { return e.status(t, d.ID) == mailbox.StatusDead })
+		testutil.WaitFor(t, 10*time.Second, d.ID+" dead", func() bool { return e.status(t, d.ID) == mailbox.StatusDead })
 	}
 	got, path := e.draftAt(t, bad.ID)
 	if !strings.HasPrefix(path, ".monoco/mailbox/.deadletter/lark/") || got.Delivery.Status != "failed" ||
@@ -287,7 +276,7 @@ func TestScheduleAndDisabledProvider(t *testing.T) {
 	if c := rec.callsFor(later.ID); c[0].at.Before(at) {
 		t.Errorf("scheduled draft sent at %v, before its schedule_at %v", c[0].at, at)
 	}
-	waitFor(t, "archived", func() bool { return e.status(t, later.ID) == mailbox.StatusSent })
+	testutil.WaitFor(t, 10*time.Second, "archived", func() bool { return e.status(t, later.ID) == mailbox.StatusSent })
 	got, _ := e.draftAt(t, later.ID)
 	if got.Delivery.Attempts != 1 {
 		t.Errorf("holding a draft counted as an attempt: %d", got.Delivery.Attempts)
@@ -333,8 +322,8 @@ func TestBadInputSetAside(t *testing.T) {
 	if id := <-rec.sent; id != good.ID {
 		t.Fatalf("sent %s, want the good draft", id)
 	}
-	waitFor(t, "good archived", func() bool { return e.status(t, good.ID) == mailbox.StatusSent })
-	waitFor(t, "orphan dead", func() bool { return e.status(t, orphan.ID) == mailbox.StatusDead })
+	testutil.WaitFor(t, 10*time.Second, "good archived", func() bool { return e.status(t, good.ID) == mailbox.StatusSent })
+	testutil.WaitFor(t, 10*time.Second, "orphan dead", func() bool { return e.status(t, orphan.ID) == mailbox.StatusDead })
 	got, _ := e.draftAt(t, orphan.ID)
 	if !strings.Contains(string(got.Delivery.Reason), "gone.pdf") || !strings.Contains(string(got.Delivery.Reason), "no longer in the dropzone") {
 		t.Errorf("orphan reason: %q", got.Delivery.Reason)
@@ -346,7 +335,7 @@ func TestBadInputSetAside(t *testing.T) {
 		filepath.Join("lark", filepath.Base(p)):      "no longer valid",
 	}
 	for f, reason := range want {
-		waitFor(t, f+" set aside", func() bool { _, err := os.Stat(filepath.Join(dead, f)); return err == nil })
+		testutil.WaitFor(t, 10*time.Second, f+" set aside", func() bool { _, err := os.Stat(filepath.Join(dead, f)); return err == nil })
 		note, err := os.ReadFile(filepath.Join(dead, f+".reason"))
 		if err != nil || !strings.Contains(string(note), reason) {
 			t.Errorf("%s.reason = %q, %v; want %q", f, note, err, reason)
@@ -374,11 +363,29 @@ func TestResumeAfterCrash(t *testing.T) {
 	}
 	rec := newRecorder(nil)
 	e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Lark: rec}})
-	waitFor(t, "sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
+	testutil.WaitFor(t, 10*time.Second, "sent", func() bool { return e.status(t, d.ID) == mailbox.StatusSent })
 	got, _ := e.draftAt(t, d.ID)
 	if got.Delivery.Attempts != 2 {
 		t.Errorf("attempts = %d, want 2 (the interrupted one counts)", got.Delivery.Attempts)
 	}
+}
+
+// doneProbe is a context that tells when it is first asked for Done: an
+// engine's Stop asks once it waits for the sends in flight, until its
+// context ends.
+type doneProbe struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func newDoneProbe(parent context.Context) *doneProbe {
+	return &doneProbe{Context: parent, asked: make(chan struct{})}
+}
+
+func (p *doneProbe) Done() <-chan struct{} {
+	p.once.Do(func() { close(p.asked) })
+	return p.Context.Done()
 }
 
 // Stop lets a send in flight finish; past the grace it is cancelled and
@@ -400,8 +407,22 @@ func TestStopWaitsForInflight(t *testing.T) {
 	eng := e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Lark: slow}})
 	d := e.queue(t, schema.Lark)
 	<-started
-	go func() { time.Sleep(50 * time.Millisecond); close(release) }()
-	if err := eng.Stop(ctx); err != nil {
+	// The send is let go only once Stop waits for it, with its deadline.
+	probe := newDoneProbe(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- eng.Stop(probe) }()
+	select {
+	case <-probe.asked:
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) with a send in flight", err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) with a send in flight", err)
+	default:
+	}
+	close(release)
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	if e.status(t, d.ID) != mailbox.StatusSent {
@@ -416,10 +437,14 @@ func TestStopWaitsForInflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// The grace ends while Stop waits for the send, which never ends by
+	// itself.
+	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := eng2.Stop(sctx); err == nil {
-		t.Error("Stop past its deadline did not say the send was cancelled")
+	probe = newDoneProbe(sctx)
+	go func() { <-probe.asked; cancel() }()
+	if err := eng2.Stop(probe); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stop past its grace = %v; want it to say the send was cancelled", err)
 	}
 	if e.status(t, d2.ID) != mailbox.StatusQueued {
 		t.Errorf("a cancelled send must leave the draft queued, got %s", e.status(t, d2.ID))
