@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -36,13 +37,6 @@ func yraw(s string) *ynode { return &ynode{kind: 'r', s: s} }
 
 var ynull = yraw("null")
 
-func ynullstr(s NullString) *ynode {
-	if s == "" {
-		return ynull
-	}
-	return ystr(string(s))
-}
-
 func ybool(b bool) *ynode {
 	if b {
 		return yraw("true")
@@ -52,160 +46,209 @@ func ybool(b bool) *ynode {
 
 func yint(i int64) *ynode   { return yraw(strconv.FormatInt(i, 10)) }
 func yuint(u uint64) *ynode { return yraw(strconv.FormatUint(u, 10)) }
-func ytime(t Time) *ynode   { return ystr(t.Format()) }
-
-// ymap builds a mapping in field order.
-type ymap struct{ n *ynode }
-
-func newMap() ymap { return ymap{&ynode{kind: 'm'}} }
-
-func (m ymap) set(k string, v *ynode) ymap {
-	m.n.keys = append(m.n.keys, k)
-	m.n.vals = append(m.n.vals, v)
-	return m
-}
-
-// opt sets k only when v is not empty (omitempty).
-func (m ymap) opt(k, v string) ymap {
-	if v != "" {
-		m.set(k, ystr(v))
-	}
-	return m
-}
 
 func ylist(items []*ynode) *ynode { return &ynode{kind: 'l', items: items} }
 
-// messageNode is the tree of a Message, in the order of its fields.
+// The tree of a message is built from its types, as yaml.v3 would marshal
+// them: every field YAML sees is written under its key, in field order;
+// omitempty leaves out what yaml.v3 leaves out (IsZero where the type has
+// it); an inline map's keys follow the fields, sorted, those that are also
+// a field's key left out. A NullString is null when empty and a Time its
+// canonical text. So a field added to Message, or to anything in it, is
+// written without a line here.
+
+var (
+	nullStringType = reflect.TypeFor[NullString]()
+	timeType       = reflect.TypeFor[Time]()
+	isZeroerType   = reflect.TypeFor[interface{ IsZero() bool }]()
+)
+
+// messageNode is the tree of a Message.
 func messageNode(m *Message) (*ynode, error) {
-	p := m.Participants
-	parts := newMap().set("from", participantNode(p.From)).
-		set("to", participantsNode(p.To)).set("cc", participantsNode(p.Cc)).set("bcc", participantsNode(p.Bcc))
-	mentions := make([]*ynode, len(p.Mentions))
-	for i, mn := range p.Mentions {
-		mm := newMap().set("type", ystr(string(mn.Type))).set("target", ystr(mn.Target)).opt("name", mn.Name)
-		if mn.Offset != nil {
-			mm.set("offset", yint(int64(*mn.Offset)))
+	return valueNode(reflect.ValueOf(m).Elem(), "")
+}
+
+// valueNode is the tree of v, the value at path.
+func valueNode(v reflect.Value, path string) (*ynode, error) {
+	switch v.Type() {
+	case nullStringType:
+		if v.Len() == 0 {
+			return ynull, nil
 		}
-		mentions[i] = mm.n
+		return ystr(v.String()), nil
+	case timeType:
+		return ystr(timeOf(v).Format()), nil
 	}
-	parts.set("mentions", ylist(mentions))
-	sess := newMap().set("id", ystr(m.Session.ID)).set("type", ystr(string(m.Session.Type))).opt("name", m.Session.Name).
-		set("thread_key", ynullstr(m.Session.ThreadKey))
-	processed := ynull
-	if m.ProcessedAt != nil {
-		processed = ytime(*m.ProcessedAt)
-	}
-	arts := make([]*ynode, len(m.Artifacts))
-	for i, a := range m.Artifacts {
-		arts[i] = artifactNode(a)
-	}
-	meta := newMap().set("schema_version", ystr(m.Metadata.SchemaVersion)).set("protocol_version", ystr(m.Metadata.ProtocolVersion))
-	if len(m.Metadata.ProviderRaw) > 0 {
-		raw, err := anyNode(m.Metadata.ProviderRaw)
-		if err != nil {
-			return nil, fmt.Errorf("metadata.provider_raw: %w", err)
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return ynull, nil
 		}
-		meta.set("provider_raw", raw)
+		return valueNode(v.Elem(), path)
+	case reflect.Struct:
+		return structNode(v, path)
+	case reflect.Slice, reflect.Array:
+		items := make([]*ynode, v.Len())
+		for i := range items {
+			n, err := valueNode(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			items[i] = n
+		}
+		return ylist(items), nil
+	case reflect.String:
+		return ystr(v.String()), nil
+	case reflect.Bool:
+		return ybool(v.Bool()), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return yint(v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return yuint(v.Uint()), nil
+	case reflect.Float32, reflect.Float64:
+		return floatNode(v.Float()), nil
 	}
-	if !m.Metadata.Extra.IsZero() {
-		extra, err := extraNode(&m.Metadata.Extra)
+	n, err := anyNode(v.Interface()) // maps, interfaces
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+func timeOf(v reflect.Value) Time {
+	if v.CanAddr() {
+		return *v.Addr().Interface().(*Time)
+	}
+	return v.Interface().(Time)
+}
+
+func structNode(v reflect.Value, path string) (*ynode, error) {
+	plan := planOf(v.Type())
+	m := &ynode{kind: 'm', keys: make([]string, 0, len(plan.fields)), vals: make([]*ynode, 0, len(plan.fields))}
+	for _, f := range plan.fields {
+		fv := v.Field(f.index)
+		if f.omitEmpty && emptyValue(fv, f.isZeroer) {
+			continue
+		}
+		n, err := valueNode(fv, joinPath(path, f.key))
 		if err != nil {
 			return nil, err
 		}
-		meta.set("extra", extra)
+		m.keys = append(m.keys, f.key)
+		m.vals = append(m.vals, n)
 	}
-	return newMap().set("id", ystr(m.ID)).set("provider", ystr(string(m.Provider))).set("direction", ystr(string(m.Direction))).
-		set("session", sess.n).set("participants", parts.n).
-		set("timestamp", ytime(m.Timestamp)).set("received_at", ytime(m.ReceivedAt)).set("processed_at", processed).
-		set("type", ystr(string(m.Type))).
-		set("content", newMap().set("text", ynullstr(m.Content.Text)).set("html", ynullstr(m.Content.HTML)).set("markdown", ynullstr(m.Content.Markdown)).n).
-		set("artifacts", ylist(arts)).
-		set("correlation_id", ynullstr(m.CorrelationID)).set("reply_to", ynullstr(m.ReplyTo)).set("thread_root", ynullstr(m.ThreadRoot)).
-		set("metadata", meta.n).n, nil
-}
-
-func participantNode(p Participant) *ynode {
-	return newMap().set("id", ystr(p.ID)).set("name", ystr(p.Name)).opt("email", p.Email).opt("platform_id", p.PlatformID).
-		opt("role", string(p.Role)).opt("avatar", p.Avatar).n
-}
-
-func participantsNode(ps []Participant) *ynode {
-	out := make([]*ynode, len(ps))
-	for i, p := range ps {
-		out[i] = participantNode(p)
-	}
-	return ylist(out)
-}
-
-func artifactNode(a Artifact) *ynode {
-	m := newMap().set("id", ystr(a.ID)).set("name", ystr(a.Name)).set("type", ystr(string(a.Type))).opt("mime_type", a.MimeType).
-		set("size", yint(a.Size)).opt("path", a.Path)
-	if a.Inline {
-		m.set("inline", ybool(true))
-	}
-	return m.opt("content_id", a.ContentID).n
-}
-
-func extraNode(e *Extra) (*ynode, error) {
-	m := newMap().opt("account", e.Account).opt("folder", e.Folder)
-	strs := func(k string, v []string) {
-		if len(v) > 0 {
-			items := make([]*ynode, len(v))
-			for i, s := range v {
-				items[i] = ystr(s)
+	if plan.inline >= 0 {
+		if iv := v.Field(plan.inline); iv.Len() > 0 {
+			other, err := anyNode(iv.Interface())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
 			}
-			m.set(k, ylist(items))
-		}
-	}
-	strs("folders", e.Folders)
-	if e.UIDValidity != 0 {
-		m.set("uidvalidity", yuint(uint64(e.UIDValidity)))
-	}
-	if e.UID != 0 {
-		m.set("uid", yuint(uint64(e.UID)))
-	}
-	strs("external_participants", e.ExternalParticipants)
-	if e.PersonalEligible != nil {
-		m.set("personal_eligible", ybool(*e.PersonalEligible))
-	}
-	if e.SyntheticID {
-		m.set("synthetic_id", ybool(true))
-	}
-	if e.Raw != nil {
-		m.set("raw", artifactNode(*e.Raw))
-	}
-	m.opt("parse_error", string(e.ParseError))
-	strs("merged_ids", e.MergedIDs)
-	m.opt("edits", e.Edits).opt("recalls", e.Recalls).opt("event_id", e.EventID)
-	if f := e.Failure; f != nil {
-		m.set("failure", newMap().set("reason", ystr(string(f.Reason))).opt("agent", f.Agent).set("attempts", yint(int64(f.Attempts))).
-			set("retryable", ybool(f.Retryable)).set("failed_at", ytime(f.FailedAt)).n)
-	}
-	// Keys Courier does not know come after, sorted (as yaml.v3's inline
-	// map does).
-	if len(e.Other) > 0 {
-		other, err := anyNode(e.Other)
-		if err != nil {
-			return nil, fmt.Errorf("metadata.extra: %w", err)
-		}
-		for i, k := range other.keys {
-			if _, known := extraKnown[k]; !known {
-				m.set(k, other.vals[i])
+			for i, k := range other.keys {
+				if !plan.known[k] {
+					m.keys = append(m.keys, k)
+					m.vals = append(m.vals, other.vals[i])
+				}
 			}
 		}
 	}
-	return m.n, nil
+	return m, nil
 }
 
-// extraKnown are the typed keys of Extra.
-var extraKnown = func() map[string]bool {
-	fields, _ := yamlFields(reflect.TypeOf(Extra{}))
-	out := map[string]bool{}
-	for k := range fields {
-		out[k] = true
+// structPlan is how a struct type is written.
+type structPlan struct {
+	fields []fieldPlan
+	known  map[string]bool // the fields' keys
+	inline int             // the index of the inline map, or -1
+}
+
+type fieldPlan struct {
+	key       string
+	index     int
+	omitEmpty bool
+	isZeroer  bool // the field's type has IsZero
+}
+
+var plans sync.Map // reflect.Type -> *structPlan
+
+func planOf(t reflect.Type) *structPlan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*structPlan)
 	}
-	return out
-}()
+	p := &structPlan{known: map[string]bool{}, inline: -1}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		key, opts, _ := strings.Cut(tag, ",")
+		if hasOpt(opts, "inline") {
+			if f.Type.Kind() != reflect.Map || p.inline >= 0 {
+				// yaml.v3 also inlines structs; no type here does.
+				panic(fmt.Sprintf("schema: %s.%s: the emitter inlines one map per struct only", t.Name(), f.Name))
+			}
+			p.inline = i
+			continue
+		}
+		if key == "" {
+			key = strings.ToLower(f.Name)
+		}
+		p.known[key] = true
+		p.fields = append(p.fields, fieldPlan{key: key, index: i, omitEmpty: hasOpt(opts, "omitempty"),
+			isZeroer: f.Type.Implements(isZeroerType)})
+	}
+	p2, _ := plans.LoadOrStore(t, p)
+	return p2.(*structPlan)
+}
+
+func hasOpt(opts, opt string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyValue reports whether omitempty leaves v out, as yaml.v3 decides:
+// IsZero when the type has it, else the zero value, with empty lists and
+// maps and structs whose fields are all empty counting as zero.
+func emptyValue(v reflect.Value, isZeroer bool) bool {
+	if isZeroer {
+		if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+			return true
+		}
+		if v.Kind() != reflect.Pointer && v.CanAddr() {
+			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
+		}
+		if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+			return z.IsZero()
+		}
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	case reflect.Struct:
+		return fieldsEmpty(v)
+	}
+	return v.IsZero()
+}
+
+// fieldsEmpty reports whether every field of the struct v that YAML sees
+// is empty as omitempty has it (an inline map: when it has no keys).
+func fieldsEmpty(v reflect.Value) bool {
+	t := v.Type()
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() && f.Tag.Get("yaml") != "-" && !emptyValue(v.Field(i), f.Type.Implements(isZeroerType)) {
+			return false
+		}
+	}
+	return true
+}
 
 // anyNode converts a decoded YAML value (and the Go values adapters put in
 // provider_raw) to a node; maps are written with their keys sorted.
@@ -245,15 +288,15 @@ func anyNode(v any) (*ynode, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		m := newMap()
-		for _, k := range keys {
+		m := &ynode{kind: 'm', keys: keys, vals: make([]*ynode, len(keys))}
+		for i, k := range keys {
 			n, err := anyNode(v[k])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
-			m.set(k, n)
+			m.vals[i] = n
 		}
-		return m.n, nil
+		return m, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -305,13 +306,10 @@ type Extra struct {
 	Other map[string]any `yaml:",inline" json:"-"`
 }
 
-// IsZero reports whether e holds nothing (so that it is omitted).
-func (e Extra) IsZero() bool {
-	return e.Account == "" && e.Folder == "" && len(e.Folders) == 0 && e.UIDValidity == 0 && e.UID == 0 &&
-		len(e.ExternalParticipants) == 0 && e.PersonalEligible == nil && !e.SyntheticID && e.Raw == nil &&
-		e.ParseError == "" && len(e.MergedIDs) == 0 && e.Edits == "" && e.Recalls == "" && e.EventID == "" &&
-		e.Failure == nil && len(e.Other) == 0
-}
+// IsZero reports whether e holds nothing (so that it is omitted): whether
+// every field, whichever Extra has, is empty as omitempty has it (Other:
+// no keys).
+func (e Extra) IsZero() bool { return fieldsEmpty(reflect.ValueOf(&e).Elem()) }
 
 // MarshalYAML writes the known keys and then the unknown ones, their
 // strings made safe to read back.
