@@ -812,9 +812,8 @@ func (c *Config) flatAccount(line func(string) int) schema.Errors {
 	if e.IMAPServer == "" && e.SMTPServer == "" {
 		return nil
 	}
-	p := "courier.adapters.email"
 	if len(e.Accounts) > 0 {
-		return schema.Errors{{Line: line(p + ".imap_server"), Path: p,
+		return schema.Errors{{Line: line(emailPath + ".imap_server"), Path: emailPath,
 			Msg: "use either accounts or the flat keys (imap_server, smtp_server, ...), not both"}}
 	}
 	acct := Account{Name: "default"}
@@ -848,139 +847,190 @@ func pathError(err error) string {
 	return err.Error()
 }
 
-// validate checks values.
+// validate checks values, section by section. Without secrets, the
+// sections whose checks are about secrets being there are left out.
 func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
-	var errs schema.Errors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &schema.FieldError{Line: line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
-	}
+	k := &checker{line: line}
 	cc := &c.Courier
+	k.service(cc)
+	k.receiver(&cc.Adapters.Email.Receiver)
+	k.accounts(cc.Adapters.Email.Accounts)
+	if secrets {
+		k.lark(&cc.Adapters.Lark)
+		k.slack(&cc.Adapters.Slack)
+	}
+	return k.errs
+}
+
+// checker collects what validate finds, each at its key's line.
+type checker struct {
+	line func(string) int
+	errs schema.Errors
+}
+
+func (k *checker) bad(path, format string, args ...any) {
+	k.errs = append(k.errs, &schema.FieldError{Line: k.line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// service checks the service's own sections: http, log, debounce, limits
+// and outbound.
+func (k *checker) service(cc *Courier) {
 	if _, _, err := net.SplitHostPort(cc.HTTP.Listen); err != nil {
-		bad("courier.http.listen", "%q is not host:port", cc.HTTP.Listen)
+		k.bad("courier.http.listen", "%q is not host:port", cc.HTTP.Listen)
 	}
 	switch cc.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("courier.log.level", "%q is not one of debug, info, warn, error", cc.Log.Level)
+		k.bad("courier.log.level", "%q is not one of debug, info, warn, error", cc.Log.Level)
 	}
 	switch cc.Log.Format {
 	case "", "text", "json":
 	default:
-		bad("courier.log.format", "%q is not one of text, json", cc.Log.Format)
+		k.bad("courier.log.format", "%q is not one of text, json", cc.Log.Format)
 	}
 	if cc.Debounce.WindowMS < 0 || cc.Debounce.MaxWaitMS < 0 {
-		bad("courier.debounce", "times must not be negative")
+		k.bad("courier.debounce", "times must not be negative")
 	}
 	if cc.Limits.MaxDraftBytes < 0 || cc.Limits.MaxArtifactBytes < 0 || cc.Limits.MaxMessageBytes < 0 {
-		bad("courier.limits", "limits must not be negative")
+		k.bad("courier.limits", "limits must not be negative")
 	}
 	if cc.Outbound.MaxAttempts < 1 {
-		bad("courier.outbound.max_attempts", "must be at least 1")
+		k.bad("courier.outbound.max_attempts", "must be at least 1")
 	}
 	if cc.Outbound.Concurrency < 1 {
-		bad("courier.outbound.concurrency", "must be at least 1")
+		k.bad("courier.outbound.concurrency", "must be at least 1")
 	}
-	e := &cc.Adapters.Email
-	p := "courier.adapters.email"
-	if e.Receiver.SMTP != "" {
-		if _, _, err := net.SplitHostPort(e.Receiver.SMTP); err != nil {
-			bad(p+".receiver.smtp", "%q is not host:port", e.Receiver.SMTP)
+}
+
+const emailPath = "courier.adapters.email"
+
+// receiver checks the email adapter's embedded SMTP/LMTP receiver.
+func (k *checker) receiver(r *Receiver) {
+	if r.SMTP != "" {
+		if _, _, err := net.SplitHostPort(r.SMTP); err != nil {
+			k.bad(emailPath+".receiver.smtp", "%q is not host:port", r.SMTP)
 		}
 	}
-	if l := e.Receiver.LMTP; l != "" && !strings.HasPrefix(l, "unix:") {
+	if l := r.LMTP; l != "" && !strings.HasPrefix(l, "unix:") {
 		if _, _, err := net.SplitHostPort(l); err != nil {
-			bad(p+".receiver.lmtp", "%q is neither host:port nor unix:/path", l)
+			k.bad(emailPath+".receiver.lmtp", "%q is neither host:port nor unix:/path", l)
 		}
 	}
-	for i, a := range e.Receiver.Addresses {
+	for i, a := range r.Addresses {
 		if !schema.ValidEmail(a) {
-			bad(fmt.Sprintf("%s.receiver.addresses[%d]", p, i), "%q is not an email address", a)
+			k.bad(fmt.Sprintf("%s.receiver.addresses[%d]", emailPath, i), "%q is not an email address", a)
 		}
 	}
+}
+
+// accounts checks the email accounts: names present and distinct, and
+// each account.
+func (k *checker) accounts(accounts []Account) {
 	names := map[string]bool{}
-	for i, a := range e.Accounts {
-		ap := fmt.Sprintf("%s.accounts[%d]", p, i)
+	for i := range accounts {
+		a := &accounts[i]
+		ap := fmt.Sprintf("%s.accounts[%d]", emailPath, i)
 		if a.Name == "" {
-			bad(ap+".name", "an account needs a name")
+			k.bad(ap+".name", "an account needs a name")
 		} else if names[a.Name] {
-			bad(ap+".name", "account name %q is used twice", a.Name)
+			k.bad(ap+".name", "account name %q is used twice", a.Name)
 		}
 		names[a.Name] = true
-		if a.IMAP == nil && a.SMTP == nil {
-			bad(ap, "an account needs imap, smtp or both")
-		}
-		for j, addr := range a.Addresses {
-			if _, err := mail.ParseAddress(addr); err != nil || !schema.ValidEmail(addr) {
-				bad(fmt.Sprintf("%s.addresses[%d]", ap, j), "%q is not an email address", addr)
-			}
-		}
-		if a.IMAP != nil {
-			checkServer(bad, ap+".imap", a.IMAP.Host, a.IMAP.Port, a.IMAP.TLS)
-			switch a.IMAP.Mode {
-			case "idle", "poll":
-			default:
-				bad(ap+".imap.mode", "%q is not one of idle, poll", a.IMAP.Mode)
-			}
-			switch a.IMAP.Auth {
-			case "plain", "login":
-			default:
-				bad(ap+".imap.auth", "%q is not one of plain, login", a.IMAP.Auth)
-			}
-			if a.IMAP.Username == "" {
-				bad(ap+".imap.username", "required")
-			}
-		}
-		if a.SMTP != nil {
-			checkServer(bad, ap+".smtp", a.SMTP.Host, a.SMTP.Port, a.SMTP.TLS)
-			switch a.SMTP.Auth {
-			case "plain", "login", "none":
-			default:
-				bad(ap+".smtp.auth", "%q is not one of plain, login, none", a.SMTP.Auth)
-			}
-			if a.SMTP.AppendSent && a.IMAP == nil {
-				bad(ap+".smtp.append_sent", "needs the account's imap section to append to")
-			}
+		k.account(ap, a)
+	}
+}
+
+// account checks one email account at path ap: its addresses and its imap
+// and smtp sections.
+func (k *checker) account(ap string, a *Account) {
+	if a.IMAP == nil && a.SMTP == nil {
+		k.bad(ap, "an account needs imap, smtp or both")
+	}
+	for j, addr := range a.Addresses {
+		if _, err := mail.ParseAddress(addr); err != nil || !schema.ValidEmail(addr) {
+			k.bad(fmt.Sprintf("%s.addresses[%d]", ap, j), "%q is not an email address", addr)
 		}
 	}
-	l := &cc.Adapters.Lark
-	if !secrets {
-		return errs // what follows checks that secrets are there
+	if a.IMAP != nil {
+		k.imap(ap+".imap", a.IMAP)
 	}
-	if l.Enabled {
-		if l.AppID == "" {
-			bad("courier.adapters.lark.app_id", "required when lark is enabled")
-		}
-		if l.AppSecret == "" {
-			bad("courier.adapters.lark.app_secret", "required when lark is enabled")
-		}
-		switch l.Mode {
-		case "ws", "webhook":
-		default:
-			bad("courier.adapters.lark.mode", "%q is not one of ws, webhook", l.Mode)
-		}
-		if l.Mode == "webhook" && l.VerificationToken == "" && l.EncryptKey == "" {
-			bad("courier.adapters.lark.verification_token", "webhook mode needs verification_token or encrypt_key to verify requests")
-		}
+	if a.SMTP != nil {
+		k.smtp(ap+".smtp", a.SMTP, a.IMAP != nil)
 	}
-	s := &cc.Adapters.Slack
-	if s.Enabled {
-		if s.BotToken == "" {
-			bad("courier.adapters.slack.bot_token", "required when slack is enabled")
-		}
-		switch s.Mode {
-		case "socket":
-			if s.AppToken == "" {
-				bad("courier.adapters.slack.app_token", "socket mode needs an app-level token (xapp-...)")
-			}
-		case "events":
-			if s.SigningSecret == "" {
-				bad("courier.adapters.slack.signing_secret", "events mode needs the signing secret to verify requests")
-			}
-		default:
-			bad("courier.adapters.slack.mode", "%q is not one of socket, events", s.Mode)
-		}
+}
+
+func (k *checker) imap(p string, i *IMAP) {
+	checkServer(k.bad, p, i.Host, i.Port, i.TLS)
+	switch i.Mode {
+	case "idle", "poll":
+	default:
+		k.bad(p+".mode", "%q is not one of idle, poll", i.Mode)
 	}
-	return errs
+	switch i.Auth {
+	case "plain", "login":
+	default:
+		k.bad(p+".auth", "%q is not one of plain, login", i.Auth)
+	}
+	if i.Username == "" {
+		k.bad(p+".username", "required")
+	}
+}
+
+// smtp checks an account's smtp section; hasIMAP says whether the account
+// has an imap section too (append_sent needs one).
+func (k *checker) smtp(p string, s *SMTP, hasIMAP bool) {
+	checkServer(k.bad, p, s.Host, s.Port, s.TLS)
+	switch s.Auth {
+	case "plain", "login", "none":
+	default:
+		k.bad(p+".auth", "%q is not one of plain, login, none", s.Auth)
+	}
+	if s.AppendSent && !hasIMAP {
+		k.bad(p+".append_sent", "needs the account's imap section to append to")
+	}
+}
+
+// lark checks the Lark adapter when it is enabled, its secrets included.
+func (k *checker) lark(l *Lark) {
+	if !l.Enabled {
+		return
+	}
+	if l.AppID == "" {
+		k.bad("courier.adapters.lark.app_id", "required when lark is enabled")
+	}
+	if l.AppSecret == "" {
+		k.bad("courier.adapters.lark.app_secret", "required when lark is enabled")
+	}
+	switch l.Mode {
+	case "ws", "webhook":
+	default:
+		k.bad("courier.adapters.lark.mode", "%q is not one of ws, webhook", l.Mode)
+	}
+	if l.Mode == "webhook" && l.VerificationToken == "" && l.EncryptKey == "" {
+		k.bad("courier.adapters.lark.verification_token", "webhook mode needs verification_token or encrypt_key to verify requests")
+	}
+}
+
+// slack checks the Slack adapter when it is enabled, its tokens included.
+func (k *checker) slack(s *Slack) {
+	if !s.Enabled {
+		return
+	}
+	if s.BotToken == "" {
+		k.bad("courier.adapters.slack.bot_token", "required when slack is enabled")
+	}
+	switch s.Mode {
+	case "socket":
+		if s.AppToken == "" {
+			k.bad("courier.adapters.slack.app_token", "socket mode needs an app-level token (xapp-...)")
+		}
+	case "events":
+		if s.SigningSecret == "" {
+			k.bad("courier.adapters.slack.signing_secret", "events mode needs the signing secret to verify requests")
+		}
+	default:
+		k.bad("courier.adapters.slack.mode", "%q is not one of socket, events", s.Mode)
+	}
 }
 
 func checkServer(bad func(string, string, ...any), path, host string, port int, tls string) {
