@@ -378,78 +378,131 @@ func (p *Pipeline) dueGroups() []string {
 	return due
 }
 
-// process handles one batch of requests: filter, enrich, stage, write.
-func (p *Pipeline) process(ctx context.Context, batch []*request) error {
-	start := time.Now()
-	var direct []mailbox.Inbound
-	var cps []mailbox.Checkpoint
-	local := map[string]*schema.Message{} // this batch, for lookups
-	stage := map[string][]mailbox.Inbound{}
-	var flush []string
-	flushAll := false
-	now := p.opts.Now()
+// batchWork is what process gathers from one batch of requests.
+type batchWork struct {
+	start, now time.Time
+	direct     []mailbox.Inbound // messages to write in this round
+	cps        []mailbox.Checkpoint
+	local      map[string]*schema.Message   // this batch's messages by id and key, for dedupe and lookups
+	stage      map[string][]mailbox.Inbound // debounced messages by group
+	flush      []string                     // groups to flush
+	flushAll   bool
+}
 
+// process handles one batch of requests: each request's flushes and events
+// are taken in (the bot's own messages and duplicates dropped, the rest
+// enriched and routed to debounce or to the write), then the debounced
+// messages are staged, the groups to flush merged, and everything written
+// in one round.
+func (p *Pipeline) process(ctx context.Context, batch []*request) error {
+	w := &batchWork{start: time.Now(), now: p.opts.Now(),
+		local: map[string]*schema.Message{}, stage: map[string][]mailbox.Inbound{}}
 	for _, r := range batch {
-		flush = append(flush, r.flush...)
+		w.flush = append(w.flush, r.flush...)
 		if r.due {
-			flush = append(flush, p.dueGroups()...)
+			w.flush = append(w.flush, p.dueGroups()...)
 		}
-		flushAll = flushAll || r.all
+		w.flushAll = w.flushAll || r.all
 		for _, ev := range r.events {
-			if ev.Checkpoint != nil {
-				cps = append(cps, mailbox.Checkpoint{Key: ev.Checkpoint.Key, Value: ev.Checkpoint.Value})
-			}
-			m := ev.Message
-			if m == nil {
-				continue
-			}
-			c := p.counter(m.Provider)
-			c.received.Add(1)
-			if ev.Self || p.isSelf(m) {
-				c.self.Add(1)
-				continue
-			}
-			keys := append([]string{m.ID}, ev.Keys...)
-			if e := m.Metadata.Extra.EventID; e != "" {
-				keys = append(keys, mailbox.EventKey(m.Provider, e))
-			}
-			dup, err := p.seen(ctx, keys, local)
-			if err != nil {
+			if err := p.admit(ctx, w, ev); err != nil {
 				return err
 			}
-			if dup {
-				c.duplicates.Add(1)
-				continue
-			}
-			if err := p.enrich(ctx, m, local); err != nil {
-				return err
-			}
-			for _, k := range keys {
-				local[k] = m
-			}
-			in := mailbox.Inbound{Message: m, Keys: ev.Keys}
-			if ev.Debounce && p.opts.Debounce.Window > 0 {
-				name := groupName(m)
-				stage[name] = append(stage[name], in)
-				g := p.groups[name]
-				if g == nil {
-					g = &group{name: name, first: now}
-					p.groups[name] = g
-				}
-				g.last = now
-				continue
-			}
-			direct = append(direct, in)
 		}
 	}
 	// Stage first: the checkpoints saved below cover staged events too.
-	names := make([]string, 0, len(stage))
-	for name := range stage {
+	if err := p.stageGroups(w); err != nil {
+		return err
+	}
+	flushed := p.mergeFlushed(w)
+	if len(w.direct) == 0 && len(w.cps) == 0 {
+		return nil
+	}
+	if err := p.write(ctx, w); err != nil {
+		return err
+	}
+	p.forgetFlushed(flushed)
+	if len(w.direct) > 0 {
+		c := p.counter(w.direct[0].Message.Provider)
+		c.batches.Add(1)
+		c.nanos.Add(uint64(time.Since(w.start)))
+	}
+	return nil
+}
+
+// admit takes one event into the batch: its checkpoint, and its message
+// unless it is the bot's own or already seen, enriched, then debounced or
+// set to be written.
+func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) error {
+	if ev.Checkpoint != nil {
+		w.cps = append(w.cps, mailbox.Checkpoint{Key: ev.Checkpoint.Key, Value: ev.Checkpoint.Value})
+	}
+	m := ev.Message
+	if m == nil {
+		return nil
+	}
+	c := p.counter(m.Provider)
+	c.received.Add(1)
+	if ev.Self || p.isSelf(m) {
+		c.self.Add(1)
+		return nil
+	}
+	keys := dedupeKeys(m, ev.Keys)
+	dup, err := p.seen(ctx, keys, w.local)
+	if err != nil {
+		return err
+	}
+	if dup {
+		c.duplicates.Add(1)
+		return nil
+	}
+	if err := p.enrich(ctx, m, w.local); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		w.local[k] = m
+	}
+	in := mailbox.Inbound{Message: m, Keys: ev.Keys}
+	if ev.Debounce && p.opts.Debounce.Window > 0 {
+		p.debounce(w, in)
+		return nil
+	}
+	w.direct = append(w.direct, in)
+	return nil
+}
+
+// dedupeKeys are the keys a message is known by: its id, the event's
+// dedupe keys and its provider event id.
+func dedupeKeys(m *schema.Message, evKeys []string) []string {
+	keys := append([]string{m.ID}, evKeys...)
+	if e := m.Metadata.Extra.EventID; e != "" {
+		keys = append(keys, mailbox.EventKey(m.Provider, e))
+	}
+	return keys
+}
+
+// debounce puts a message in its group, opening the group (its window
+// starts now) or extending it.
+func (p *Pipeline) debounce(w *batchWork, in mailbox.Inbound) {
+	name := groupName(in.Message)
+	w.stage[name] = append(w.stage[name], in)
+	g := p.groups[name]
+	if g == nil {
+		g = &group{name: name, first: w.now}
+		p.groups[name] = g
+	}
+	g.last = w.now
+}
+
+// stageGroups makes the batch's debounced messages durable in their
+// groups' staging files, in group name order, and adds them to the groups.
+func (p *Pipeline) stageGroups(w *batchWork) error {
+	names := make([]string, 0, len(w.stage))
+	for name := range w.stage {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		msgs := stage[name]
+		msgs := w.stage[name]
 		if err := p.mb.Stage(name, p.seq, msgs); err != nil {
 			// Undo the in-memory side; the source will redeliver.
 			p.forgetStaged(name)
@@ -465,7 +518,14 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 			}
 		}
 	}
-	if flushAll {
+	return nil
+}
+
+// mergeFlushed merges each group to flush (every group when the batch
+// flushes all) into one message to write, and returns the groups merged.
+func (p *Pipeline) mergeFlushed(w *batchWork) []string {
+	flush := w.flush
+	if w.flushAll {
 		flush = flush[:0]
 		for name := range p.groups {
 			flush = append(flush, name)
@@ -480,18 +540,21 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 			continue
 		}
 		merged, keys := p.merge(g.msgs)
-		direct = append(direct, mailbox.Inbound{Message: merged, Keys: keys})
+		w.direct = append(w.direct, mailbox.Inbound{Message: merged, Keys: keys})
 		flushed = append(flushed, name)
 	}
-	if len(direct) == 0 && len(cps) == 0 {
-		return nil
-	}
-	written, err := p.mb.WriteInbound(ctx, direct, cps)
+	return flushed
+}
+
+// write writes the round's messages and checkpoints to the mailbox, in one
+// transaction, and counts what was written and what was a duplicate.
+func (p *Pipeline) write(ctx context.Context, w *batchWork) error {
+	written, err := p.mb.WriteInbound(ctx, w.direct, w.cps)
 	if err != nil {
 		return err
 	}
 	perProvider := map[schema.Provider]int{}
-	for i, in := range direct {
+	for i, in := range w.direct {
 		c := p.counter(in.Message.Provider)
 		if written[i] {
 			c.written.Add(1)
@@ -501,11 +564,17 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 		}
 	}
 	if p.opts.Observer != nil {
-		d := time.Since(start)
+		d := time.Since(w.start)
 		for pr, n := range perProvider {
 			p.opts.Observer.Written(pr, n, d)
 		}
 	}
+	return nil
+}
+
+// forgetFlushed drops the groups whose merged message is written: from
+// memory, from the staged keys and from the staging area.
+func (p *Pipeline) forgetFlushed(flushed []string) {
 	for _, name := range flushed {
 		g := p.groups[name]
 		delete(p.groups, name)
@@ -521,12 +590,6 @@ func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 			p.log.Warn("could not remove a flushed debounce group", "group", name, "err", err)
 		}
 	}
-	if len(direct) > 0 {
-		c := p.counter(direct[0].Message.Provider)
-		c.batches.Add(1)
-		c.nanos.Add(uint64(time.Since(start)))
-	}
-	return nil
 }
 
 // flushDue asks the writer to flush the groups that are due, and waits.
