@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/monoco/courier/adapters/email/internal/mime"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 )
@@ -77,7 +78,7 @@ func TestHugeHeader(t *testing.T) {
 	// still found.
 	var big strings.Builder
 	big.WriteString("Message-ID: <bigger@x>\nFrom: a@x.org\n")
-	for big.Len() < maxHeaderBytes+100<<10 {
+	for big.Len() < mime.MaxHeaderBytes+100<<10 {
 		big.WriteString("Received: from somewhere by somewhere else with a long line of text\n")
 	}
 	big.WriteString("Subject: late\n\nthe body\n")
@@ -136,13 +137,13 @@ func TestUnknownCharsets(t *testing.T) {
 func TestManyParts(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("Message-ID: <many@x>\nFrom: a@x.org\nContent-Type: multipart/mixed; boundary=b\n\n")
-	for i := range maxParts + 50 {
+	for i := range mime.MaxParts + 50 {
 		fmt.Fprintf(&b, "--b\nContent-Type: application/octet-stream; name=p%d.bin\n\n%d\n", i, i)
 	}
 	b.WriteString("--b--\n")
 	m := normalizeBytes(t, []byte(b.String()))
 	checkValid(t, "many parts", m)
-	if len(m.Artifacts) != maxParts || !strings.Contains(string(m.Metadata.Extra.ParseError), "more than") {
+	if len(m.Artifacts) != mime.MaxParts || !strings.Contains(string(m.Metadata.Extra.ParseError), "more than") {
 		t.Errorf("%d artifacts, parse_error %q", len(m.Artifacts), m.Metadata.Extra.ParseError)
 	}
 }
@@ -150,7 +151,7 @@ func TestManyParts(t *testing.T) {
 func TestDeepNesting(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("Message-ID: <deep@x>\nFrom: a@x.org\n")
-	for i := range maxDepth + 5 {
+	for i := range mime.MaxDepth + 5 {
 		fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=b%d\n\n--b%d\n", i, i)
 	}
 	b.WriteString("Content-Type: text/plain\n\ndeep text\n")

@@ -1,6 +1,8 @@
 // Package email is Courier's email adapter. This file documents how a raw
 // RFC 5322 message becomes a protocol message ([Normalize]); the IMAP
-// source, the SMTP receiver and the SMTP sender build on it.
+// source, the SMTP receiver and the SMTP sender build on it. The reading
+// of the message (sections MIME, Charsets and Bad input below) is done by
+// the lenient MIME reader of internal/mime; Normalize maps what it reads.
 //
 // # Mapping (DESIGN §2–§4)
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/monoco/courier/adapters/email/internal/mime"
 )
 
 // forwardMail is a plain-text note with a message forwarded inline whose
@@ -67,14 +69,14 @@ func TestForwardedInline(t *testing.T) {
 
 	for _, want := range []string{
 		"Can you handle these?",
-		fwdTitle + "\nFrom: Zürich Billing <billing@vendor.example>\nDate: Tue, 10 Feb 2026 08:00:00 +0000\nSubject: Invoice €120\nTo: ann@example.com",
+		mime.ForwardTitle + "\nFrom: Zürich Billing <billing@vendor.example>\nDate: Tue, 10 Feb 2026 08:00:00 +0000\nSubject: Invoice €120\nTo: ann@example.com",
 		"Please pay **120 EUR**.",
 	} {
 		if !strings.Contains(m.Body, want) {
 			t.Errorf("body lacks %q:\n%s", want, m.Body)
 		}
 	}
-	if strings.Index(m.Body, "Can you handle") > strings.Index(m.Body, fwdTitle) {
+	if strings.Index(m.Body, "Can you handle") > strings.Index(m.Body, mime.ForwardTitle) {
 		t.Errorf("the note must come before the forwarded message:\n%s", m.Body)
 	}
 	if strings.Contains(m.Body, "This stays in old.eml") || strings.Contains(m.Body, "Not to be shown") {
@@ -151,15 +153,15 @@ To unsubscribe, write to list@example.com
 }
 
 // TestForwardChainBounded: messages forwarded inside one another are shown
-// down to maxForwards levels; deeper ones are kept whole, noted.
+// down to mime.MaxForwards levels; deeper ones are kept whole, noted.
 func TestForwardChainBounded(t *testing.T) {
 	inner := "From: level0@example.org\nSubject: level 0\n\nthe innermost text\n"
-	for i := 1; i <= maxForwards+2; i++ {
+	for i := 1; i <= mime.MaxForwards+2; i++ {
 		inner = fmt.Sprintf("From: level%d@example.org\nSubject: level %d\nMIME-Version: 1.0\nContent-Type: message/rfc822\n\n%s", i, i, inner)
 	}
 	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader("Message-ID: <chain@example.org>\n"+inner), NormalizeOptions{})
-	if n := strings.Count(m.Body, fwdTitle); n != maxForwards {
-		t.Errorf("%d forwarded messages shown, want %d:\n%s", n, maxForwards, m.Body)
+	if n := strings.Count(m.Body, mime.ForwardTitle); n != mime.MaxForwards {
+		t.Errorf("%d forwarded messages shown, want %d:\n%s", n, mime.MaxForwards, m.Body)
 	}
 	if strings.Contains(m.Body, "the innermost text") {
 		t.Errorf("the message below the bound is shown:\n%s", m.Body)
@@ -167,7 +169,7 @@ func TestForwardChainBounded(t *testing.T) {
 	if !strings.Contains(string(m.Metadata.Extra.ParseError), "kept whole, not shown") {
 		t.Errorf("parse_error %q does not note the bound", m.Metadata.Extra.ParseError)
 	}
-	if len(m.Artifacts) != maxForwards+1 {
-		t.Errorf("%d artifacts, want every level down to the bound kept whole (%d)", len(m.Artifacts), maxForwards+1)
+	if len(m.Artifacts) != mime.MaxForwards+1 {
+		t.Errorf("%d artifacts, want every level down to the bound kept whole (%d)", len(m.Artifacts), mime.MaxForwards+1)
 	}
 }

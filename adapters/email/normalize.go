@@ -3,16 +3,22 @@ package email
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"hash"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/monoco/courier/adapters/email/internal/mime"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
+
+// DropzonePrefix is the workspace-relative directory of the dropzone: the
+// Markdown of an email links its inline images as DropzonePrefix + the
+// artifact's path, so that an agent reading the file from the workspace
+// root finds them.
+const DropzonePrefix = ".monoco/dropzone/"
 
 // NormalizeOptions says where a message came from.
 type NormalizeOptions struct {
@@ -46,48 +52,37 @@ type NormalizeOptions struct {
 // passes (*schema.Message).Validate. Only I/O errors (reading r, writing the
 // dropzone) are returned.
 func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts NormalizeOptions) (*schema.Message, error) {
-	var n parseNotes
-	src := &errReader{r: r}
-	w := &mimeWalker{b: b, max: opts.MaxArtifact, notes: &n, src: src}
-	defer w.release()
-	br := w.reader(src)
-	h, left := readHeader(br, true, "header", &n)
-	body := bodyReader(br, left)
-
-	rawID := string(h.get("Message-Id"))
-	id := threading.EmailID(rawID)
-	var hasher *bodyHash
-	if id == "" {
-		// No usable Message-ID: the id is a hash of From, Date, Subject and
-		// the body, which is read through the hash as it is parsed.
-		hasher = newBodyHash(string(h.get("From")), string(h.get("Date")), string(h.get("Subject")))
-		body = w.reader(io.TeeReader(body, hasher))
-	}
-
-	col := &bodyCollector{}
-	if err := w.walk(h, body, entityPos{defaultType: "text/plain"}, col, 0); err != nil {
+	var (
+		id     string
+		hasher *bodyHash
+	)
+	msg, err := mime.Read(r, b, mime.Options{
+		MaxArtifact: opts.MaxArtifact,
+		BodyTee: func(h mime.Header) io.Writer {
+			id = threading.EmailID(string(h.Get("Message-Id")))
+			if id != "" {
+				return nil
+			}
+			// No usable Message-ID: the id is a hash of From, Date,
+			// Subject and the body, which is read through the hash as it
+			// is parsed.
+			hasher = newBodyHash(string(h.Get("From")), string(h.Get("Date")), string(h.Get("Subject")))
+			return hasher
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
 	var synthetic string
 	if hasher != nil {
-		if _, err := io.Copy(io.Discard, body); err != nil {
-			return nil, w.ioError(err)
-		}
 		synthetic = hasher.uid()
 	}
-	if src.err != nil {
-		return nil, fmt.Errorf("email: read message: %w", src.err)
-	}
-
-	d := &hdrDecoder{hint: w.hint, notes: &n}
-	m := build(h, d, col, w.drafts, id, synthetic, rawObj, opts)
-	return m, nil
+	return build(msg.Header, msg.Decoder, msg.Body, msg.Artifacts, msg.Notes, id, synthetic, rawObj, opts), nil
 }
 
 // build assembles the message once the body is read.
-func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArtifact, id, synthetic string, rawObj dropzone.Object, opts NormalizeOptions) *schema.Message {
-	n := d.notes
-	c := func(s, what string) string { return cleanText(s, what, n) }
+func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifact, n *mime.Notes, id, synthetic string, rawObj dropzone.Object, opts NormalizeOptions) *schema.Message {
+	c := func(s, what string) string { return mime.CleanText(s, what, n) }
 
 	m := &schema.Message{
 		Provider:  schema.Email,
@@ -103,31 +98,31 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 
 	// Identity and thread (DESIGN §2, §3; seed 003).
 	th := threading.Headers{
-		MessageID:  string(h.get("Message-Id")),
-		InReplyTo:  string(h.get("In-Reply-To")),
-		References: string(joinValues(h.all("References"), " ")),
+		MessageID:  string(h.Get("Message-Id")),
+		InReplyTo:  string(h.Get("In-Reply-To")),
+		References: string(joinValues(h.All("References"), " ")),
 	}
 	thread := threading.EmailThread(th, synthetic)
 	if id == "" {
 		id = "email_" + synthetic
 		x.SyntheticID = true
-		if !h.has("Message-Id") {
-			n.addf("no Message-ID: id made from From, Date, Subject and body")
+		if !h.Has("Message-Id") {
+			n.Addf("no Message-ID: id made from From, Date, Subject and body")
 		} else {
-			n.addf("Message-ID %s not usable: id made from From, Date, Subject and body", quoteShort(th.MessageID))
+			n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body", mime.QuoteShort(th.MessageID))
 		}
 	}
 	m.ID = id
-	subject := c(d.text(h.get("Subject"), "Subject"), "Subject")
+	subject := c(d.Text(h.Get("Subject"), "Subject"), "Subject")
 	key := c(thread.Key, "thread key")
 	m.Session = schema.Session{ID: key, Type: schema.Thread, Name: subject, ThreadKey: schema.NullString(key)}
 	m.ReplyTo = schema.NullString(thread.ReplyToID())
 	m.ThreadRoot = schema.NullString(thread.RootID())
 
 	// Participants.
-	list := func(key string) []mailAddress {
-		v := joinValues(h.all(key), ", ")
-		as := d.addressList(v, key)
+	list := func(key string) []mime.Address {
+		v := joinValues(h.All(key), ", ")
+		as := d.AddressList(v, key)
 		for i := range as {
 			as[i].Name = c(as[i].Name, key)
 			as[i].Addr = c(as[i].Addr, key)
@@ -137,7 +132,7 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	from, replyTo, to, cc, bcc := list("From"), list("Reply-To"), list("To"), list("Cc"), list("Bcc")
 	if !hasAddr(from) {
 		if sender := list("Sender"); hasAddr(sender) {
-			n.addf("no From address: the Sender is the sender")
+			n.Addf("no From address: the Sender is the sender")
 			from = sender
 		}
 	}
@@ -155,14 +150,14 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 
 	// Times.
 	received := opts.ReceivedAt
-	rawDate := c(d.raw(h.get("Date"), "Date"), "Date")
-	date, ok := parseDate(rawDate)
+	rawDate := c(d.Raw(h.Get("Date"), "Date"), "Date")
+	date, ok := mime.ParseDate(rawDate)
 	switch {
 	case ok:
-	case !h.has("Date"):
-		n.addf("no Date: timestamp is the time received")
+	case !h.Has("Date"):
+		n.Addf("no Date: timestamp is the time received")
 	default:
-		n.addf("Date %s not understood: timestamp is the time received", quoteShort(rawDate))
+		n.Addf("Date %s not understood: timestamp is the time received", mime.QuoteShort(rawDate))
 	}
 	if received.IsZero() {
 		received = time.Now()
@@ -176,10 +171,10 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	// Artifacts, then content (the Markdown links inline images).
 	paths := map[string]string{}
 	for _, dr := range drafts {
-		a := artifactOf(dr, d)
-		if dr.contentID != "" {
-			a.ContentID = c(dr.contentID, "Content-ID")
-			if dr.inline {
+		a := artifactOf(&dr, d)
+		if dr.ContentID != "" {
+			a.ContentID = c(dr.ContentID, "Content-ID")
+			if dr.Inline {
 				p := DropzonePrefix + a.Path
 				paths[a.ContentID] = p
 				if _, ok := paths[strings.ToLower(a.ContentID)]; !ok {
@@ -192,9 +187,9 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	if m.Artifacts == nil {
 		m.Artifacts = []schema.Artifact{}
 	}
-	r := &bodyRenderer{d: d, paths: paths}
-	text := c(strings.Join(r.texts(col, nil), "\n"), "content.text")
-	html := c(strings.Join(r.htmls(col, nil), "\n"), "content.html")
+	r := mime.NewRenderer(d, paths)
+	text := c(strings.Join(r.Texts(col), "\n"), "content.text")
+	html := c(strings.Join(r.HTMLs(col), "\n"), "content.html")
 	if strings.TrimSpace(text) == "" {
 		text = ""
 	}
@@ -203,7 +198,7 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 	}
 	var md string
 	if html != "" {
-		md = c(strings.Join(r.markdown(col, nil), "\n\n"), "content.markdown")
+		md = c(strings.Join(r.Markdown(col), "\n\n"), "content.markdown")
 	}
 	m.Content = schema.Content{Text: schema.NullString(text), HTML: schema.NullString(html), Markdown: schema.NullString(md)}
 	switch {
@@ -219,30 +214,30 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 
 	// What a reader may need from the source.
 	raw := map[string]any{}
-	if h.has("Message-Id") {
-		raw["message_id"] = c(oneLine(d.raw(h.get("Message-Id"), "Message-ID")), "Message-ID")
+	if h.Has("Message-Id") {
+		raw["message_id"] = c(mime.OneLine(d.Raw(h.Get("Message-Id"), "Message-ID")), "Message-ID")
 	}
-	if h.has("In-Reply-To") {
-		raw["in_reply_to"] = c(oneLine(d.raw(h.get("In-Reply-To"), "In-Reply-To")), "In-Reply-To")
+	if h.Has("In-Reply-To") {
+		raw["in_reply_to"] = c(mime.OneLine(d.Raw(h.Get("In-Reply-To"), "In-Reply-To")), "In-Reply-To")
 	}
 	if _, refs := threading.ReplyHeaders("", th.References, ""); len(refs) > 0 {
 		for i := range refs {
-			refs[i] = c(oneLine(d.raw([]byte(refs[i]), "References")), "References")
+			refs[i] = c(mime.OneLine(d.Raw([]byte(refs[i]), "References")), "References")
 		}
 		raw["references"] = refs
 	}
-	if h.has("Subject") {
+	if h.Has("Subject") {
 		raw["subject"] = subject
 	}
-	if h.has("Date") {
+	if h.Has("Date") {
 		raw["date"] = rawDate
 	}
 	for _, f := range []struct {
 		key  string
-		list []mailAddress
+		list []mime.Address
 	}{{"from", from}, {"to", to}, {"cc", cc}, {"reply_to", replyTo}} {
 		hk := map[string]string{"from": "From", "to": "To", "cc": "Cc", "reply_to": "Reply-To"}[f.key]
-		if !h.has(hk) {
+		if !h.Has(hk) {
 			continue
 		}
 		var ss []string
@@ -250,7 +245,7 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 			ss = append(ss, a.String())
 		}
 		if len(ss) == 0 {
-			if v := c(d.text(joinValues(h.all(hk), ", "), hk), hk); v != "" {
+			if v := c(d.Text(joinValues(h.All(hk), ", "), hk), hk); v != "" {
 				ss = []string{v} // "undisclosed-recipients:;" and the like
 			}
 		}
@@ -262,8 +257,8 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 		{"list_id", "List-Id"}, {"auto_submitted", "Auto-Submitted"}, {"precedence", "Precedence"},
 		{"x_mailer", "X-Mailer"}, {"content_type", "Content-Type"},
 	} {
-		if h.has(f.mimeHeader) {
-			raw[f.key] = c(d.text(h.get(f.mimeHeader), f.mimeHeader), f.mimeHeader)
+		if h.Has(f.mimeHeader) {
+			raw[f.key] = c(d.Text(h.Get(f.mimeHeader), f.mimeHeader), f.mimeHeader)
 		}
 	}
 	m.Metadata.ProviderRaw = raw
@@ -283,18 +278,18 @@ func build(h mimeHeader, d *hdrDecoder, col *bodyCollector, drafts []pendingArti
 // the id too); no From at all gives the participant {id: "unknown", name:
 // "(no sender)"}, which validates and says plainly that nothing was there.
 // Both are noted.
-func sender(from []mailAddress, n *parseNotes) schema.Participant {
+func sender(from []mime.Address, n *mime.Notes) schema.Participant {
 	for _, a := range from {
 		if strings.TrimSpace(a.Addr) != "" {
 			return participant(a)
 		}
 	}
 	if len(from) > 0 && strings.TrimSpace(from[0].Name) != "" {
-		n.addf("From has no address")
+		n.Addf("From has no address")
 		name := strings.TrimSpace(from[0].Name)
 		return schema.Participant{ID: strings.ToLower(name), Name: name}
 	}
-	n.addf("no From")
+	n.Addf("no From")
 	return schema.Participant{ID: "unknown", Name: "(no sender)"}
 }
 
@@ -302,7 +297,7 @@ func sender(from []mailAddress, n *parseNotes) schema.Participant {
 // display name or the address, email the address when it is one the
 // protocol's JSON Schema accepts (not an IDN, no odd local part), and
 // platform_id the address as written.
-func participant(a mailAddress) schema.Participant {
+func participant(a mime.Address) schema.Participant {
 	addr := strings.TrimSpace(a.Addr)
 	p := schema.Participant{ID: strings.ToLower(addr), Name: strings.TrimSpace(a.Name), PlatformID: addr}
 	if p.Name == "" {
@@ -314,7 +309,7 @@ func participant(a mailAddress) schema.Participant {
 	return p
 }
 
-func hasAddr(list []mailAddress) bool {
+func hasAddr(list []mime.Address) bool {
 	for _, a := range list {
 		if strings.TrimSpace(a.Addr) != "" {
 			return true
@@ -323,7 +318,7 @@ func hasAddr(list []mailAddress) bool {
 	return false
 }
 
-func participants(list []mailAddress) []schema.Participant {
+func participants(list []mime.Address) []schema.Participant {
 	out := []schema.Participant{}
 	for _, a := range list {
 		if strings.TrimSpace(a.Addr) != "" {
@@ -333,7 +328,7 @@ func participants(list []mailAddress) []schema.Participant {
 	return out
 }
 
-func threadingAddrs(list []mailAddress) []threading.Address {
+func threadingAddrs(list []mime.Address) []threading.Address {
 	var out []threading.Address
 	for _, a := range list {
 		out = append(out, threading.Address{Name: a.Name, Email: a.Addr})
@@ -364,58 +359,18 @@ func contentType(hasBody bool, arts []schema.Artifact) schema.ContentType {
 }
 
 // artifactOf names a stored part and describes it.
-func artifactOf(dr pendingArtifact, d *hdrDecoder) schema.Artifact {
-	var name string
-	switch {
-	case dr.hasName:
-		name = d.param(dr.name, "attachment name")
-	case dr.message && len(dr.subject) > 0:
-		// The subject is a title, not a path: keep its slashes visible.
-		name = strings.NewReplacer("/", "-", `\`, "-").Replace(d.text(dr.subject, "attached message Subject"))
-		if name != "" {
-			name += ".eml"
-		}
-	}
-	name = cleanText(name, "attachment name", d.notes)
-	if strings.TrimSpace(name) == "" {
-		name = "attachment" + extensionOf(dr.media)
-	}
-	name = dropzone.SanitizeName(name)
+func artifactOf(a *mime.Artifact, d *mime.Decoder) schema.Artifact {
+	name := a.FileName(d)
 	return schema.Artifact{
-		ID:       dr.obj.ID,
+		ID:       a.Object.ID,
 		Name:     name,
-		Type:     schema.ArtifactTypeOf(dr.media, name),
-		MimeType: dr.media,
-		Size:     dr.obj.Size,
-		Path:     dr.obj.Path,
-		Inline:   dr.inline,
+		Type:     schema.ArtifactTypeOf(a.Media, name),
+		MimeType: a.Media,
+		Size:     a.Object.Size,
+		Path:     a.Object.Path,
+		Inline:   a.Inline,
 	}
 }
-
-// extensions gives the name of an attachment that has none an extension
-// from its type. A fixed table: mime.ExtensionsByType reads the system's
-// tables, which differ between machines.
-var extensions = map[string]string{
-	"text/plain": ".txt", "text/html": ".html", "text/calendar": ".ics", "text/csv": ".csv",
-	"text/markdown": ".md", "text/xml": ".xml", "text/rfc822-headers": ".txt", "text/enriched": ".txt",
-	"message/rfc822": ".eml", "message/global": ".eml", "message/delivery-status": ".txt",
-	"message/disposition-notification": ".txt", "message/feedback-report": ".txt",
-	"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg", "image/pjpeg": ".jpg", "image/gif": ".gif",
-	"image/webp": ".webp", "image/bmp": ".bmp", "image/svg+xml": ".svg", "image/tiff": ".tif", "image/heic": ".heic",
-	"audio/mpeg": ".mp3", "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/ogg": ".ogg", "audio/mp4": ".m4a",
-	"video/mp4": ".mp4", "video/quicktime": ".mov", "video/webm": ".webm",
-	"application/pdf": ".pdf", "application/zip": ".zip", "application/gzip": ".gz", "application/x-gzip": ".gz",
-	"application/x-tar": ".tar", "application/json": ".json", "application/xml": ".xml",
-	"application/msword": ".doc", "application/vnd.ms-excel": ".xls", "application/vnd.ms-powerpoint": ".ppt",
-	"application/vnd.openxmlformats-officedocument.wordprocessingml.document":   ".docx",
-	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":         ".xlsx",
-	"application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
-	"application/pgp-signature": ".asc", "application/pgp-encrypted": ".asc", "application/pgp-keys": ".asc",
-	"application/pkcs7-signature": ".p7s", "application/x-pkcs7-signature": ".p7s", "application/ics": ".ics",
-	"application/octet-stream": ".bin",
-}
-
-func extensionOf(media string) string { return extensions[media] }
 
 func joinValues(vs [][]byte, sep string) []byte {
 	switch len(vs) {

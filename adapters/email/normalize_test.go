@@ -1,7 +1,6 @@
 package email
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	mcharset "github.com/emersion/go-message/charset"
-
+	"github.com/monoco/courier/adapters/email/internal/mime"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
@@ -222,37 +220,26 @@ func TestParticipants(t *testing.T) {
 	}
 }
 
-func TestGoMessageCharsetRegistered(t *testing.T) {
-	// GBK-only characters under the GB2312 label, through go-message's
-	// charset package: the repaired mapping wins there too.
-	r, err := mcharset.Reader("gb2312", bytes.NewReader([]byte{0xe9, 0x46, 0x86, 0xb4})) // 镕喆 in GBK
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(r)
-	if string(got) != "镕喆" {
-		t.Errorf("gb2312 via go-message = %q", got)
-	}
-}
-
-func TestMarkdownCIDs(t *testing.T) {
-	paths := map[string]string{"a@b": ".monoco/dropzone/sha256/aa/x", "logo": ".monoco/dropzone/sha256/bb/y"}
-	in := `<img src="cid:a@b"><img src='CID:a%40b'><img src="cid:Logo"><img src="cid:none"> text cid:a@b`
-	got := rewriteCIDs(in, paths)
-	want := `<img src=".monoco/dropzone/sha256/aa/x"><img src='.monoco/dropzone/sha256/aa/x'><img src=".monoco/dropzone/sha256/bb/y"><img src="cid:none"> text .monoco/dropzone/sha256/aa/x`
-	if got != want {
-		t.Errorf("rewriteCIDs:\n got %s\nwant %s", got, want)
-	}
-}
-
 func TestTextOverLimitBecomesArtifact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large body")
 	}
-	raw := "Message-ID: <long@x>\nFrom: a@x\nContent-Type: text/plain\n\n" + strings.Repeat("0123456789abcde\n", maxText/16+10)
+	raw := "Message-ID: <long@x>\nFrom: a@x\nContent-Type: text/plain\n\n" + strings.Repeat("0123456789abcde\n", mime.MaxText/16+10)
 	m := normalizeBytes(t, []byte(raw))
 	checkValid(t, "long text", m)
 	if m.Content.Text != "" || len(m.Artifacts) != 1 || m.Artifacts[0].Name != "body.txt" || m.Artifacts[0].Size != int64(len(raw)-strings.Index(raw, "\n\n")-2) {
 		t.Errorf("text %d bytes, artifacts %+v", len(m.Content.Text), m.Artifacts)
+	}
+}
+
+// multipart/related without start takes as its root the first part of the
+// type its type parameter names (RFC 2387 §3.1): MHTML puts the images first.
+func TestRelatedRootByType(t *testing.T) {
+	raw := "Message-ID: <mhtml@x>\r\nFrom: a@x.org\r\nContent-Type: multipart/related; boundary=b; type=\"text/html\"\r\n\r\n" +
+		"--b\r\nContent-Type: image/png\r\nContent-Location: logo.png\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw0K\r\n" +
+		"--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>The <b>body</b></p>\r\n--b--\r\n"
+	m := normalizeBytes(t, []byte(raw))
+	if !strings.Contains(string(m.Content.HTML), "<b>body</b>") || len(m.Artifacts) != 1 || m.Artifacts[0].Type != "image" {
+		t.Errorf("html %q artifacts %+v: the HTML part must be the root", m.Content.HTML, m.Artifacts)
 	}
 }

@@ -1,19 +1,19 @@
-package email
+package mime
 
 import (
 	"regexp"
 	"strings"
 )
 
-// mailAddress is one mailbox of an address list, decoded: Addr is the
+// Address is one mailbox of an address list, decoded: Addr is the
 // addr-spec as written (may be empty when only a name was given), Name the
 // display name.
-type mailAddress struct {
+type Address struct {
 	Name, Addr string
 }
 
 // String formats the address as "Name <addr>", "addr" or "Name".
-func (a mailAddress) String() string {
+func (a Address) String() string {
 	switch {
 	case a.Name == "":
 		return a.Addr
@@ -23,7 +23,7 @@ func (a mailAddress) String() string {
 	return a.Name + " <" + a.Addr + ">"
 }
 
-// parseAddressList parses an address list header value leniently. It never
+// AddressList parses an address list header value leniently. It never
 // fails: group syntax ("undisclosed-recipients:;", "Team: a@x, b@y;")
 // yields the group's members; comments are dropped (a comment after a bare
 // address is its name, as in "a@x (Ann)"); an item without angle brackets
@@ -31,8 +31,8 @@ func (a mailAddress) String() string {
 // the rest as the name; an item with no address at all is kept with its
 // name only. Display names are decoded by d (encoded words, 8-bit bytes),
 // inside quotes too.
-func (d *hdrDecoder) addressList(raw []byte, what string) []mailAddress {
-	var out []mailAddress
+func (d *Decoder) AddressList(raw []byte, what string) []Address {
+	var out []Address
 	for _, item := range splitAddressList(string(raw)) {
 		if a, ok := d.parseAddress(item, what); ok {
 			out = append(out, a)
@@ -116,11 +116,11 @@ func splitAddressList(s string) []string {
 var quotedLocal = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"@[^\s(<>,;]+)\s*(?:\((.*)\))?\s*$`)
 
 // parseAddress parses one mailbox; ok is false for an empty item.
-func (d *hdrDecoder) parseAddress(item, what string) (mailAddress, bool) {
+func (d *Decoder) parseAddress(item, what string) (Address, bool) {
 	if m := quotedLocal.FindStringSubmatch(item); m != nil {
-		addr := d.raw([]byte(m[1]), what)
-		name := d.text([]byte(m[2]), what)
-		return mailAddress{Name: name, Addr: oneLine(addr)}, true
+		addr := d.Raw([]byte(m[1]), what)
+		name := d.Text([]byte(m[2]), what)
+		return Address{Name: name, Addr: OneLine(addr)}, true
 	}
 	var (
 		text    strings.Builder // the item without comments and angle addr
@@ -199,19 +199,19 @@ func (d *hdrDecoder) parseAddress(item, what string) (mailAddress, bool) {
 			name = comment
 		}
 	}
-	name = d.text([]byte(name), what)
+	name = d.Text([]byte(name), what)
 	name = strings.Trim(name, ` "'`)
 	if addr == "" && name == "" {
-		return mailAddress{}, false
+		return Address{}, false
 	}
 	if !isASCII([]byte(addr)) {
-		addr = d.raw([]byte(addr), what)
+		addr = d.Raw([]byte(addr), what)
 	}
-	addr = oneLine(addr)
+	addr = OneLine(addr)
 	if strings.EqualFold(name, addr) {
 		name = ""
 	}
-	return mailAddress{Name: name, Addr: addr}, true
+	return Address{Name: name, Addr: addr}, true
 }
 
 // cleanAddr trims an addr-spec: white space and quotes around it, a

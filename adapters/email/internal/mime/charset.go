@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ import (
 // WHATWG encoding standard says for the web); Korean and Japanese mail uses
 // the Microsoft supersets under the older names. These win over the IANA
 // index, here and, through init, in go-message's charset package, so that
-// every part of this adapter decodes a label the same way.
+// every part of the email adapter decodes a label the same way.
 var repaired = map[string]encoding.Encoding{
 	"gb2312":           simplifiedchinese.GB18030,
 	"gb_2312-80":       simplifiedchinese.GB18030,
@@ -178,7 +178,7 @@ func decodeWith(enc encoding.Encoding, b []byte) (string, bool) {
 // decodeCharset turns b, labelled with charset label, into UTF-8, noting in
 // n what it had to repair or guess. hint is the charset to try for unlabelled
 // 8-bit bytes.
-func decodeCharset(b []byte, label, hint, what string, n *parseNotes) string {
+func decodeCharset(b []byte, label, hint, what string, n *Notes) string {
 	label = charsetLabel(label)
 	if label == "" || isUTF8Label(label) {
 		if isASCII(b) && !hasEscape(b) {
@@ -188,7 +188,7 @@ func decodeCharset(b []byte, label, hint, what string, n *parseNotes) string {
 			return string(b)
 		}
 		if label == "utf-8" || label == "utf8" {
-			n.addf("%s: invalid UTF-8 bytes decoded as Windows-1252", what)
+			n.Addf("%s: invalid UTF-8 bytes decoded as Windows-1252", what)
 			return repairUTF8(b)
 		}
 		return decode8bit(b, hint, what, n)
@@ -197,11 +197,11 @@ func decodeCharset(b []byte, label, hint, what string, n *parseNotes) string {
 	if enc == nil {
 		if utf8.Valid(b) {
 			if !isASCII(b) {
-				n.addf("%s: unknown charset %q: kept as UTF-8", what, label)
+				n.Addf("%s: unknown charset %q: kept as UTF-8", what, label)
 			}
 			return string(b)
 		}
-		n.addf("%s: unknown charset %q: decoded as Windows-1252", what, label)
+		n.Addf("%s: unknown charset %q: decoded as Windows-1252", what, label)
 		s, _ := decodeWith(charmap.Windows1252, b)
 		return s
 	}
@@ -213,11 +213,11 @@ func decodeCharset(b []byte, label, hint, what string, n *parseNotes) string {
 		return s
 	}
 	if utf8.Valid(b) && !isASCII(b) {
-		n.addf("%s: labelled %s but valid UTF-8: decoded as UTF-8", what, label)
+		n.Addf("%s: labelled %s but valid UTF-8: decoded as UTF-8", what, label)
 		return string(b)
 	}
 	if !ok {
-		n.addf("%s: bytes not valid in %s replaced", what, label)
+		n.Addf("%s: bytes not valid in %s replaced", what, label)
 	}
 	return s
 }
@@ -248,7 +248,7 @@ func repairUTF8(b []byte) string {
 // message's text) when the bytes are valid in it; else, guessing, GB18030,
 // Shift_JIS or Big5 when the bytes look like that charset; else
 // Windows-1252. Guesses are noted in n.
-func decode8bit(b []byte, hint, what string, n *parseNotes) string {
+func decode8bit(b []byte, hint, what string, n *Notes) string {
 	if hasJISEscape(b) {
 		if s, ok := decodeWith(japanese.ISO2022JP, b); ok {
 			return s
@@ -269,11 +269,11 @@ func decode8bit(b []byte, hint, what string, n *parseNotes) string {
 			continue
 		}
 		if s, ok := decodeWith(c.enc, b); ok {
-			n.addf("%s: raw 8-bit bytes without a charset: guessed %s", what, c.name)
+			n.Addf("%s: raw 8-bit bytes without a charset: guessed %s", what, c.name)
 			return s
 		}
 	}
-	n.addf("%s: raw 8-bit bytes without a charset: guessed Windows-1252", what)
+	n.Addf("%s: raw 8-bit bytes without a charset: guessed Windows-1252", what)
 	s, _ := decodeWith(charmap.Windows1252, b)
 	return s
 }

@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/monoco/courier/dropzone"
 )
 
-// goMessageDeviations lists the corpus files where Normalize and go-message
+// goMessageDeviations lists the corpus files where Read and go-message
 // disagree on purpose, with the reason. A file listed here that agrees
 // again fails the test, so the list stays true.
 var goMessageDeviations = map[string]string{
@@ -39,7 +39,7 @@ var goMessageDeviations = map[string]string{
 	"email/stalwart/legacy-015.eml": "raw 8-bit byte in an encoded word",
 }
 
-// goMessageKnownBugs lists differences that are Normalize's bugs, not yet
+// goMessageKnownBugs lists differences that are the reader's bugs, not yet
 // fixed; they are logged, not failed, so that the cross-check keeps
 // guarding the rest. A listed file that agrees again fails the test.
 var goMessageKnownBugs = map[string]string{}
@@ -47,7 +47,7 @@ var goMessageKnownBugs = map[string]string{}
 // goMessageView is what go-message makes of a message.
 type goMessageView struct {
 	subject string
-	header  string   // the header block Normalize shows for a forwarded message
+	header  string   // the header block shown for a forwarded message
 	texts   []string // inline text/plain parts without a file name, in order
 	files   []string // names of the other leaves ("" when unnamed)
 }
@@ -67,7 +67,7 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 	if v.subject, err = mr.Header.Subject(); err != nil {
 		return nil, true, err
 	}
-	v.header = fwdTitle + "\n"
+	v.header = ForwardTitle + "\n"
 	for _, k := range fwdFields {
 		if !mr.Header.Has(k) {
 			continue
@@ -113,7 +113,7 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 		}
 		_, attachment := p.Header.(*gomail.AttachmentHeader)
 		if (ct == "message/rfc822" || ct == "message/global") && disp != "attachment" {
-			// Shown inline, as Normalize shows it: kept whole as a file,
+			// Shown inline, as Read shows it: kept whole as a file,
 			// its header block (decoded by go-message) and text joining
 			// the texts, its parts the files.
 			v.files = append(v.files, name)
@@ -135,7 +135,7 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 			// The HTML body: not compared here.
 		default:
 			// Inline, but neither text/plain nor text/html (an inline
-			// image, text/richtext): Normalize keeps it as an artifact.
+			// image, text/richtext): Read keeps it as an artifact.
 			v.files = append(v.files, name)
 		}
 	}
@@ -143,7 +143,7 @@ func readGoMessage(r io.Reader) (v *goMessageView, outright bool, err error) {
 
 // comparableText makes two renderings of a body comparable: LF line ends,
 // no trailing white space on lines, no trailing blank lines, no NULs
-// (Normalize removes them, noted).
+// (CleanText removes them, noted).
 func comparableText(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\x00", "")
@@ -154,7 +154,7 @@ func comparableText(s string) string {
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
-// TestCorpusGoMessage cross-checks Normalize with an independent parser:
+// TestCorpusGoMessage cross-checks Read with an independent parser:
 // for every corpus .eml that go-message parses without error, the decoded
 // Subject, the text/plain body and the number and names of the other parts
 // must agree (set COURIER_CORPUS to the corpus directory).
@@ -192,23 +192,21 @@ func TestCorpusGoMessage(t *testing.T) {
 			continue
 		}
 		compared++
-		m := normalizeTest(t, s, strings.NewReader(string(raw)), normOptions())
+		m := readView(t, s, strings.NewReader(string(raw)))
 		var diffs []string
-		if fold(m.Session.Name) != fold(gm.subject) {
-			diffs = append(diffs, "subject "+quoteShort(m.Session.Name)+" vs "+quoteShort(gm.subject))
+		if fold(m.subject) != fold(gm.subject) {
+			diffs = append(diffs, "subject "+QuoteShort(m.subject)+" vs "+QuoteShort(gm.subject))
 		}
-		ours := comparableText(string(m.Content.Text))
+		ours := comparableText(m.text)
 		theirs := comparableText(strings.Join(gm.texts, "\n"))
 		if len(gm.texts) > 0 || ours != "" {
 			textCompared++
 			if ours != theirs {
-				diffs = append(diffs, "text "+quoteShort(ours)+" vs "+quoteShort(theirs))
+				diffs = append(diffs, "text "+QuoteShort(ours)+" vs "+QuoteShort(theirs))
 			}
 		}
-		var ourNames, theirNames []string
-		for _, a := range m.Artifacts {
-			ourNames = append(ourNames, a.Name)
-		}
+		ourNames := m.names
+		var theirNames []string
 		unnamed := 0
 		for _, f := range gm.files {
 			if f == "" {
@@ -232,7 +230,7 @@ func TestCorpusGoMessage(t *testing.T) {
 			t.Logf("%s differs on purpose (%s): %s", rel, reason, strings.Join(diffs, "; "))
 		case len(diffs) > 0 && isBug:
 			known[rel] = true
-			t.Logf("KNOWN BUG in Normalize, %s (%s): %s", rel, bug, strings.Join(diffs, "; "))
+			t.Logf("KNOWN BUG in the reader, %s (%s): %s", rel, bug, strings.Join(diffs, "; "))
 		case len(diffs) > 0:
 			mismatches = append(mismatches, rel+": "+strings.Join(diffs, "; "))
 		case listed:

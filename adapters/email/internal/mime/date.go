@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"net/mail"
@@ -55,13 +55,13 @@ var dateLayouts = []string{
 	"2 Jan 2006",
 }
 
-// parseDate parses a Date header value, leniently: net/mail first, then the
+// ParseDate parses a Date header value, leniently: net/mail first, then the
 // broken forms seen in the wild (no weekday or a misspelt one, "+00:00"
 // offsets, a zone name after the offset or instead of it, ctime format, ISO
 // 8601, missing seconds, no zone). It returns the zero time when nothing
 // fits, or when the year is not plausible for an email (before 1970 or
 // past 9999).
-func parseDate(s string) (time.Time, bool) {
+func ParseDate(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, false

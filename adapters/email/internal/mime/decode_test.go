@@ -1,7 +1,8 @@
-package email
+package mime
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	mcharset "github.com/emersion/go-message/charset"
 )
 
 func TestBase64Lenient(t *testing.T) {
@@ -63,7 +66,7 @@ func TestQuotedPrintableLenient(t *testing.T) {
 }
 
 func TestEncodedWords(t *testing.T) {
-	d := &hdrDecoder{notes: &parseNotes{}}
+	d := &Decoder{notes: &Notes{}}
 	for _, tc := range []struct{ in, want string }{
 		{"=?utf-8?q?caf=C3=A9?=", "café"},
 		{"=?UTF-8?B?Y2Fmw6k=?=", "café"},
@@ -80,7 +83,7 @@ func TestEncodedWords(t *testing.T) {
 		{"=?utf-8?x?y?=", "=?utf-8?x?y?="},
 		{"plain", "plain"},
 	} {
-		if got := d.text([]byte(tc.in), "test"); got != tc.want {
+		if got := d.Text([]byte(tc.in), "test"); got != tc.want {
 			t.Errorf("%q = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -119,9 +122,9 @@ func TestRaw8Bit(t *testing.T) {
 		{"iso-2022-jp escapes", "", []byte("\x1b$B$3$s$K$A$O\x1b(B"), "こんにちは", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := &parseNotes{}
-			d := &hdrDecoder{hint: tc.hint, notes: n}
-			if got := d.text(tc.in, "Subject"); got != tc.want {
+			n := &Notes{}
+			d := &Decoder{hint: tc.hint, notes: n}
+			if got := d.Text(tc.in, "Subject"); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 			if guessed := strings.Contains(n.String(), "guessed"); guessed != tc.guessed {
@@ -158,7 +161,7 @@ func TestDecodeCharset(t *testing.T) {
 		{"x-made-up", []byte("caf\xe9"), "café", "unknown charset"},
 		{`"UTF-8"`, []byte("ok"), "ok", ""},
 	} {
-		n := &parseNotes{}
+		n := &Notes{}
 		got := decodeCharset(tc.in, tc.label, "", "part", n)
 		if got != tc.want {
 			t.Errorf("%s %q = %q, want %q", tc.label, tc.in, got, tc.want)
@@ -169,8 +172,21 @@ func TestDecodeCharset(t *testing.T) {
 	}
 }
 
+func TestGoMessageCharsetRegistered(t *testing.T) {
+	// GBK-only characters under the GB2312 label, through go-message's
+	// charset package: the repaired mapping wins there too.
+	r, err := mcharset.Reader("gb2312", bytes.NewReader([]byte{0xe9, 0x46, 0x86, 0xb4})) // 镕喆 in GBK
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r)
+	if string(got) != "镕喆" {
+		t.Errorf("gb2312 via go-message = %q", got)
+	}
+}
+
 func TestParseMediaType(t *testing.T) {
-	d := &hdrDecoder{notes: &parseNotes{}}
+	d := &Decoder{notes: &Notes{}}
 	for _, tc := range []struct{ in, value, param, want string }{
 		{`text/plain; charset="utf-8"`, "text/plain", "charset", "utf-8"},
 		{`Text/HTML;CHARSET=GBK`, "text/html", "charset", "GBK"},
@@ -198,7 +214,7 @@ func TestParseMediaType(t *testing.T) {
 }
 
 func TestAddressList(t *testing.T) {
-	d := &hdrDecoder{notes: &parseNotes{}}
+	d := &Decoder{notes: &Notes{}}
 	for _, tc := range []struct{ in, want string }{
 		{`Ann <ann@x.org>`, `[Ann <ann@x.org>]`},
 		{`"Doe, John" <j@x.org>, b@x.org`, `[Doe, John <j@x.org> b@x.org]`},
@@ -218,7 +234,7 @@ func TestAddressList(t *testing.T) {
 		{`a@x.org <b@x.org>`, `[a@x.org <b@x.org>]`},
 	} {
 		var got []string
-		for _, a := range d.addressList([]byte(tc.in), "To") {
+		for _, a := range d.AddressList([]byte(tc.in), "To") {
 			got = append(got, a.String())
 		}
 		if s := fmt.Sprint(got); s != tc.want {
@@ -250,7 +266,7 @@ func TestParseDate(t *testing.T) {
 		{"", ""},
 		{"Mon, 01 Jan 1900 00:00:00 +0000", ""},
 	} {
-		got, ok := parseDate(tc.in)
+		got, ok := ParseDate(tc.in)
 		s := ""
 		if ok {
 			s = got.Format(time.RFC3339)
@@ -281,7 +297,7 @@ func TestReadHeader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br := bufio.NewReader(strings.NewReader(tc.in))
-			h, left := readHeader(br, true, "header", &parseNotes{})
+			h, left := readHeader(br, true, "header", &Notes{})
 			var fs []string
 			for _, f := range h {
 				fs = append(fs, f.key+"="+string(f.value))
@@ -340,18 +356,6 @@ func TestMultipartReader(t *testing.T) {
 				t.Errorf("truncated %v, no delimiter %v", mr.Truncated, mr.NoDelimiter)
 			}
 		})
-	}
-}
-
-// multipart/related without start takes as its root the first part of the
-// type its type parameter names (RFC 2387 §3.1): MHTML puts the images first.
-func TestRelatedRootByType(t *testing.T) {
-	raw := "Message-ID: <mhtml@x>\r\nFrom: a@x.org\r\nContent-Type: multipart/related; boundary=b; type=\"text/html\"\r\n\r\n" +
-		"--b\r\nContent-Type: image/png\r\nContent-Location: logo.png\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw0K\r\n" +
-		"--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>The <b>body</b></p>\r\n--b--\r\n"
-	m := normalizeBytes(t, []byte(raw))
-	if !strings.Contains(string(m.Content.HTML), "<b>body</b>") || len(m.Artifacts) != 1 || m.Artifacts[0].Type != "image" {
-		t.Errorf("html %q artifacts %+v: the HTML part must be the root", m.Content.HTML, m.Artifacts)
 	}
 }
 

@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bufio"
@@ -7,9 +7,9 @@ import (
 	"net/textproto"
 )
 
-// maxHeaderBytes bounds what is kept of one header block. Fields past it are
+// MaxHeaderBytes bounds what is kept of one header block. Fields past it are
 // read and dropped (and noted), so a huge header costs time, not memory.
-const maxHeaderBytes = 1 << 20
+const MaxHeaderBytes = 1 << 20
 
 // headerField is one header field: its canonical key and its raw value, unfolded
 // (each line trimmed, lines joined by one space) and not decoded.
@@ -18,12 +18,13 @@ type headerField struct {
 	value []byte
 }
 
-// mimeHeader is the fields of a message or a part, in order.
-type mimeHeader []headerField
+// Header is the fields of a message or a part, in order.
+type Header []headerField
 
-// get returns the value of the first field named key (canonical form), or
-// nil.
-func (h mimeHeader) get(key string) []byte {
+// Get returns the value of the first field named key (canonical form, as
+// textproto.CanonicalMIMEHeaderKey makes it), or nil. Values are unfolded
+// and not decoded.
+func (h Header) Get(key string) []byte {
 	for _, f := range h {
 		if f.key == key {
 			return f.value
@@ -32,8 +33,8 @@ func (h mimeHeader) get(key string) []byte {
 	return nil
 }
 
-// has reports whether a field named key exists.
-func (h mimeHeader) has(key string) bool {
+// Has reports whether a field named key exists.
+func (h Header) Has(key string) bool {
 	for _, f := range h {
 		if f.key == key {
 			return true
@@ -42,8 +43,8 @@ func (h mimeHeader) has(key string) bool {
 	return false
 }
 
-// all returns the values of every field named key.
-func (h mimeHeader) all(key string) [][]byte {
+// All returns the values of every field named key, in order.
+func (h Header) All(key string) [][]byte {
 	var out [][]byte
 	for _, f := range h {
 		if f.key == key {
@@ -65,14 +66,14 @@ func (h mimeHeader) all(key string) [][]byte {
 //     is the first of the body (a message without the blank line, or
 //     without any header).
 //   - An indented first line is read as a field if it is one.
-//   - Past maxHeaderBytes, fields are dropped.
+//   - Past MaxHeaderBytes, fields are dropped.
 //
 // It returns the fields and the bytes it read that belong to the body, which
 // the caller reads before the rest of br.
-func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHeader, []byte) {
+func readHeader(br *bufio.Reader, top bool, what string, n *Notes) (Header, []byte) {
 	var (
 		lines    [][]byte
-		budget   = maxHeaderBytes
+		budget   = MaxHeaderBytes
 		dropped  int
 		leftover []byte
 	)
@@ -115,10 +116,10 @@ func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHea
 		}
 	}
 	if dropped > 0 {
-		n.addf("%s: over %d bytes: %d fields dropped", what, maxHeaderBytes, dropped)
+		n.Addf("%s: over %d bytes: %d fields dropped", what, MaxHeaderBytes, dropped)
 	}
 
-	var h mimeHeader
+	var h Header
 	cur := -1
 	start := 0
 	if top && len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("From ")) {
@@ -130,12 +131,12 @@ func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHea
 			if cur < 0 {
 				// Indented first line: a field all the same, if it is one.
 				if key, value, ok := splitField(bytes.TrimLeft(l, " \t")); ok {
-					n.addf("%s: indented first field", what)
+					n.Addf("%s: indented first field", what)
 					h = append(h, headerField{key: key, value: appendFolded(nil, value)})
 					cur = len(h) - 1
 					continue
 				}
-				n.addf("%s: continuation line before the first field skipped", what)
+				n.Addf("%s: continuation line before the first field skipped", what)
 				continue
 			}
 			h[cur].value = appendFolded(h[cur].value, l)
@@ -149,7 +150,7 @@ func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHea
 		if key, value, ok := splitLooseField(l); ok && looseFollows(lines[i+1:]) {
 			// A field name RFC 5322 does not allow (spaces, 8-bit
 			// bytes) among fields: a field all the same.
-			n.addf("%s: malformed field name %s", what, quoteShort(key))
+			n.Addf("%s: malformed field name %s", what, QuoteShort(key))
 			h = append(h, headerField{key: key, value: appendFolded(nil, value)})
 			cur = len(h) - 1
 			continue
@@ -163,16 +164,16 @@ func readHeader(br *bufio.Reader, top bool, what string, n *parseNotes) (mimeHea
 			switch {
 			case cur >= 0 && (bytes.HasSuffix(h[cur].value, []byte(";")) || bytes.HasSuffix(h[cur].value, []byte(",")) ||
 				bytes.IndexByte(l, '=') > 0):
-				n.addf("%s: line without a field name joined to %s", what, h[cur].key)
+				n.Addf("%s: line without a field name joined to %s", what, h[cur].key)
 				h[cur].value = appendFolded(h[cur].value, l)
 			default:
-				n.addf("%s: malformed line %s skipped", what, quoteShort(string(l)))
+				n.Addf("%s: malformed line %s skipped", what, QuoteShort(string(l)))
 			}
 			continue
 		}
 		// The body starts here.
 		if len(h) > 0 {
-			n.addf("%s: no blank line between header and body", what)
+			n.Addf("%s: no blank line between header and body", what)
 		}
 		for _, rest := range lines[i:] {
 			leftover = append(leftover, rest...)

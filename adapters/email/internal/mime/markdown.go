@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"net/url"
@@ -10,12 +10,6 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
 )
-
-// DropzonePrefix is the workspace-relative directory of the dropzone: the
-// Markdown of an email links its inline images as DropzonePrefix + the
-// artifact's path, so that an agent reading the file from the workspace
-// root finds them.
-const DropzonePrefix = ".monoco/dropzone/"
 
 // mdConverter is shared: a Converter holds no per-conversion state.
 var mdConverter = sync.OnceValue(func() *converter.Converter {

@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"fmt"
@@ -10,16 +10,21 @@ import (
 // thousand places says so in its first notes.
 const maxParseError = 4000
 
-// parseNotes collects what could not be parsed, or was repaired, in the order
-// found, each once. They end up in metadata.extra.parse_error.
-type parseNotes struct {
+// Notes collects what could not be parsed, or was repaired, in the order
+// found, each once; the email adapter puts them in
+// metadata.extra.parse_error. The zero value is ready to use.
+type Notes struct {
 	list []string
 	seen map[string]bool
 	size int
 	cut  bool
 }
 
-func (n *parseNotes) addf(format string, args ...any) {
+// Addf adds a note, formatted as fmt.Sprintf does, made one line of
+// valid UTF-8 without control characters. A note already there is not
+// added again; past 4000 bytes of notes, the rest are dropped and String
+// ends in "…".
+func (n *Notes) Addf(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
@@ -44,7 +49,7 @@ func (n *parseNotes) addf(format string, args ...any) {
 }
 
 // String joins the notes with "; ".
-func (n *parseNotes) String() string {
+func (n *Notes) String() string {
 	s := strings.Join(n.list, "; ")
 	if n.cut {
 		s += "; …"
@@ -52,8 +57,8 @@ func (n *parseNotes) String() string {
 	return s
 }
 
-// quoteShort quotes s for a note, cut to at most 60 bytes.
-func quoteShort(s string) string {
+// QuoteShort quotes s for a note, cut to at most 60 bytes.
+func QuoteShort(s string) string {
 	const max = 60
 	if len(s) > max {
 		i := max

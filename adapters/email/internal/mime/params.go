@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"sort"
@@ -214,13 +214,13 @@ func percentDecode(v []byte) []byte {
 // param decodes a parameter value to UTF-8: an extended value in its
 // charset, a plain one as header text (encoded words, which many mailers
 // put in quoted file names, and raw 8-bit bytes).
-func (d *hdrDecoder) param(p param, what string) string {
+func (d *Decoder) param(p param, what string) string {
 	if p.extended {
 		s := decodeCharset(p.raw, p.charset, d.hint, what, d.notes)
 		if strings.Contains(s, "=?") {
 			s = d.words(s, what)
 		}
-		return oneLine(s)
+		return OneLine(s)
 	}
-	return d.text(p.raw, what)
+	return d.Text(p.raw, what)
 }

@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 // with Content-Transfer-Encoding cte. Both decoders are lenient: they never
 // fail, and what they skip is counted (see badBytes). Unknown encodings
 // pass the bytes through, noted.
-func transferDecoder(cte string, r io.Reader, what string, n *parseNotes) io.Reader {
+func transferDecoder(cte string, r io.Reader, what string, n *Notes) io.Reader {
 	switch cte {
 	case "", "7bit", "8bit", "binary":
 		return r
@@ -19,7 +19,7 @@ func transferDecoder(cte string, r io.Reader, what string, n *parseNotes) io.Rea
 	case "quoted-printable":
 		return newQPReader(r)
 	}
-	n.addf("%s: unknown Content-Transfer-Encoding %s: kept as is", what, quoteShort(cte))
+	n.Addf("%s: unknown Content-Transfer-Encoding %s: kept as is", what, QuoteShort(cte))
 	return r
 }
 

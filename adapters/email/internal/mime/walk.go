@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bufio"
@@ -14,21 +14,24 @@ import (
 	"github.com/monoco/courier/dropzone"
 )
 
+// bufSize is the buffer of each entity's reader.
+const bufSize = 32 << 10
+
+// The reader's limits: past them a message is still read, and what is
+// left out is noted.
 const (
-	// bufSize is the buffer of each entity's reader.
-	bufSize = 32 << 10
-	// maxText bounds a text or HTML body part held in memory. A longer one
+	// MaxText bounds a text or HTML body part held in memory. A longer one
 	// is stored as an artifact instead, noted.
-	maxText = 4 << 20
-	// maxDepth bounds the nesting of multiparts; deeper ones are stored
+	MaxText = 4 << 20
+	// MaxDepth bounds the nesting of multiparts; deeper ones are stored
 	// whole as artifacts.
-	maxDepth = 32
-	// maxForwards bounds attached messages shown inside one another: each
+	MaxDepth = 32
+	// MaxForwards bounds attached messages shown inside one another: each
 	// is read again from the dropzone, so a deeper chain is kept whole.
-	maxForwards = 8
-	// maxParts bounds the parts of one message; the rest are skipped,
+	MaxForwards = 8
+	// MaxParts bounds the parts of one message; the rest are skipped,
 	// noted.
-	maxParts = 1000
+	MaxParts = 1000
 )
 
 // mediaTypeRE matches a usable type/subtype (RFC 2045 tokens).
@@ -61,79 +64,17 @@ func (w *mimeWalker) releaseFrom(mark int) {
 	w.pooled = w.pooled[:mark]
 }
 
-// errOverLimit is returned by limitReader past NormalizeOptions.MaxArtifact.
+// errOverLimit is returned by limitReader past Options.MaxArtifact.
 var errOverLimit = errors.New("email: artifact over the size limit")
-
-// bodyCollector gathers the body of an entity in order: the text/plain and
-// text/html parts that are content, not attachments; the chosen forms of a
-// multipart/alternative; and messages attached inline (a forward, the parts
-// of a digest), shown as a mail reader shows them. It is rendered by
-// bodyRenderer once the headers can be decoded.
-type bodyCollector struct {
-	segs []segment
-}
-
-// segment is one piece of a body: exactly one of its fields is set.
-type segment struct {
-	text, html string     // a text/plain or text/html part, decoded
-	alt        *altChoice // a multipart/alternative
-	fwd        *forwarded // an inline message/rfc822
-}
-
-// altChoice holds the alternatives chosen for the text and for the HTML
-// (RFC 2046 §5.1.4: the last that has each); either may be nil.
-type altChoice struct{ text, html *bodyCollector }
-
-// forwarded is a message attached inline: its header and its body.
-type forwarded struct {
-	h     mimeHeader
-	body  *bodyCollector
-	block []string // the header block, once rendered
-}
-
-// hasText reports whether the body has plain text (a forwarded message's
-// header block counts).
-func (c *bodyCollector) hasText() bool {
-	for _, s := range c.segs {
-		if s.text != "" || s.fwd != nil || (s.alt != nil && s.alt.text != nil) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasHTML reports whether the body has HTML anywhere.
-func (c *bodyCollector) hasHTML() bool {
-	for _, s := range c.segs {
-		if s.html != "" || (s.alt != nil && s.alt.html != nil) || (s.fwd != nil && s.fwd.body.hasHTML()) {
-			return true
-		}
-	}
-	return false
-}
-
-// pendingArtifact is an artifact stored in the dropzone whose name and type are not
-// decided yet: names are decoded once the message's charset hint is known.
-type pendingArtifact struct {
-	obj       dropzone.Object
-	name      param
-	hasName   bool
-	media     string
-	inline    bool
-	contentID string
-	message   bool   // a message/rfc822 part: named after its subject
-	lf        bool   // text whose line breaks are the transfer's: stored with LF
-	subject   []byte // the raw Subject of an attached message
-}
 
 // mimeWalker walks the MIME tree of one message, streaming attachments into the
 // batch and collecting text.
 type mimeWalker struct {
 	b        *dropzone.Batch
 	max      int64
-	notes    *parseNotes
+	notes    *Notes
 	src      *errReader
-	drafts   []pendingArtifact
+	drafts   []Artifact
 	parts    int
 	hint     string // the charset of the first labelled text part
 	tooMany  bool
@@ -161,9 +102,9 @@ func (c entityPos) what() string {
 
 // walk handles one entity: a multipart is split, a body text is collected,
 // anything else becomes an artifact. Only I/O errors are returned.
-func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bodyCollector, depth int) error {
+func (w *mimeWalker) walk(h Header, body *bufio.Reader, c entityPos, col *Body, depth int) error {
 	what := c.what()
-	ct := parseMediaType(h.get("Content-Type"))
+	ct := parseMediaType(h.Get("Content-Type"))
 	media := ct.value
 	switch {
 	case media == "":
@@ -175,21 +116,21 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 		if strings.HasPrefix(media, "text") && ct.params["name"].raw == nil {
 			n = "text/plain"
 		}
-		w.notes.addf("%s: Content-Type %s not understood: read as %s", what, quoteShort(media), n)
+		w.notes.Addf("%s: Content-Type %s not understood: read as %s", what, QuoteShort(media), n)
 		media = n
 	}
-	disp := parseMediaType(h.get("Content-Disposition"))
-	cte := strings.ToLower(strings.TrimSpace(string(h.get("Content-Transfer-Encoding"))))
+	disp := parseMediaType(h.Get("Content-Disposition"))
+	cte := strings.ToLower(strings.TrimSpace(string(h.Get("Content-Transfer-Encoding"))))
 	if i := strings.IndexAny(cte, " \t(;"); i >= 0 {
 		cte = cte[:i]
 	}
 	cte = strings.Trim(cte, `"'`)
 
 	if strings.HasPrefix(media, "multipart/") {
-		if depth < maxDepth {
+		if depth < MaxDepth {
 			return w.multipart(ct, media, body, c, col, depth)
 		}
-		w.notes.addf("%s: multipart nested deeper than %d: stored whole", what, maxDepth)
+		w.notes.Addf("%s: multipart nested deeper than %d: stored whole", what, MaxDepth)
 	}
 	name, hasName := disp.params["filename"]
 	if !hasName || len(name.raw) == 0 {
@@ -203,11 +144,11 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 		}
 		return w.text(media, charset, cte, body, c, col)
 	}
-	d := pendingArtifact{
+	d := Artifact{
 		name:      name,
 		hasName:   hasName,
-		media:     media,
-		contentID: strings.Trim(strings.TrimSpace(string(h.get("Content-Id"))), "<>"),
+		Media:     media,
+		ContentID: strings.Trim(strings.TrimSpace(string(h.Get("Content-Id"))), "<>"),
 		message:   media == "message/rfc822" || media == "message/global",
 		// A text attachment sent as 7bit, 8bit or quoted-printable has the
 		// transfer's CRLF line breaks (IMAP and SMTP are CRLF): stored
@@ -215,16 +156,16 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 		// runs on the Linux host. Base64 keeps the sender's bytes.
 		lf: strings.HasPrefix(media, "text/") && cte != "base64",
 	}
-	if !isASCII([]byte(d.contentID)) || strings.ContainsFunc(d.contentID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		d.contentID = ""
+	if !isASCII([]byte(d.ContentID)) || strings.ContainsFunc(d.ContentID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		d.ContentID = ""
 	}
-	d.inline = disp.value == "inline" || (disp.value == "" && (c.related || d.contentID != ""))
+	d.Inline = disp.value == "inline" || (disp.value == "" && (c.related || d.ContentID != ""))
 	obj, err := w.artifact(d, cte, body, what)
-	if err != nil || obj.ID == "" || !d.message || disp.value == "attachment" || depth >= maxDepth {
+	if err != nil || obj.ID == "" || !d.message || disp.value == "attachment" || depth >= MaxDepth {
 		return err
 	}
-	if w.forwards >= maxForwards {
-		w.notes.addf("%s: attached messages nested deeper than %d: kept whole, not shown", what, maxForwards)
+	if w.forwards >= MaxForwards {
+		w.notes.Addf("%s: attached messages nested deeper than %d: kept whole, not shown", what, MaxForwards)
 		return nil
 	}
 	w.forwards++
@@ -236,7 +177,7 @@ func (w *mimeWalker) walk(h mimeHeader, body *bufio.Reader, c entityPos, col *bo
 // inline, the parts of a digest) as a mail reader does: its header block
 // and its body join the body, its attachments the artifacts. The message
 // is read back from the dropzone, where it is also kept whole.
-func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *bodyCollector, depth int) error {
+func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *Body, depth int) error {
 	f, err := w.b.Open(obj)
 	if err != nil {
 		return fmt.Errorf("email: read attached message back: %w", err)
@@ -246,7 +187,7 @@ func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *bodyCollecto
 	defer w.releaseFrom(mark)
 	br := w.reader(f)
 	h, left := readHeader(br, true, c.what()+" (attached message) header", w.notes)
-	sub := &bodyCollector{}
+	sub := &Body{}
 	if err := w.walk(h, bodyReader(br, left), entityPos{path: c.path, defaultType: "text/plain"}, sub, depth+1); err != nil {
 		return err
 	}
@@ -255,16 +196,16 @@ func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *bodyCollecto
 }
 
 // multipart walks the parts of a multipart entity.
-func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c entityPos, col *bodyCollector, depth int) error {
+func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c entityPos, col *Body, depth int) error {
 	what := c.what()
 	boundary := ct.get("boundary")
 	if boundary == "" || len(boundary) > maxBoundary {
 		boundary = sniffBoundary(body)
 		if boundary == "" {
-			w.notes.addf("%s: %s without a boundary: read as text", what, media)
+			w.notes.Addf("%s: %s without a boundary: read as text", what, media)
 			return w.text("text/plain", ct.get("charset"), "", body, c, col)
 		}
-		w.notes.addf("%s: %s without a boundary parameter: used %s found in the body", what, media, quoteShort(boundary))
+		w.notes.Addf("%s: %s without a boundary parameter: used %s found in the body", what, media, QuoteShort(boundary))
 	}
 	sub := strings.TrimPrefix(media, "multipart/")
 	start := strings.Trim(strings.TrimSpace(ct.get("start")), "<>")
@@ -274,7 +215,7 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 	relType := strings.ToLower(strings.TrimSpace(ct.get("type")))
 	rootFound := false
 	mr := newMultipartReader(body, boundary)
-	var alts []*bodyCollector
+	var alts []*Body
 	index := 0
 	for {
 		p, err := mr.NextPart()
@@ -285,9 +226,9 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 			return w.ioError(err)
 		}
 		index++
-		if w.parts >= maxParts {
+		if w.parts >= MaxParts {
 			if !w.tooMany {
-				w.notes.addf("message has more than %d parts: the rest skipped", maxParts)
+				w.notes.Addf("message has more than %d parts: the rest skipped", MaxParts)
 				w.tooMany = true
 			}
 			continue
@@ -316,17 +257,17 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 		case "related":
 			cc.related = true
 			if start == "" && relType != "" {
-				cc.root = !rootFound && parseMediaType(ph.get("Content-Type")).value == relType
+				cc.root = !rootFound && parseMediaType(ph.Get("Content-Type")).value == relType
 				rootFound = rootFound || cc.root
 			} else if start == "" {
 				cc.root = index == 1
 			} else {
-				cc.root = strings.Trim(strings.TrimSpace(string(ph.get("Content-Id"))), "<>") == start
+				cc.root = strings.Trim(strings.TrimSpace(string(ph.Get("Content-Id"))), "<>") == start
 			}
 		}
 		target := col
 		if sub == "alternative" {
-			target = &bodyCollector{}
+			target = &Body{}
 			alts = append(alts, target)
 		}
 		err = w.walk(ph, pb, cc, target, depth+1)
@@ -355,10 +296,10 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 	}
 	switch {
 	case mr.NoDelimiter:
-		w.notes.addf("%s: boundary %s of %s not found: body read as text", what, quoteShort(boundary), media)
+		w.notes.Addf("%s: boundary %s of %s not found: body read as text", what, QuoteShort(boundary), media)
 		return w.text("text/plain", "", "", bufio.NewReader(bytes.NewReader(mr.Preamble)), c, col)
 	case mr.Truncated:
-		w.notes.addf("%s: %s ends without its final boundary", what, media)
+		w.notes.Addf("%s: %s ends without its final boundary", what, media)
 	}
 	return nil
 }
@@ -383,30 +324,30 @@ func sniffBoundary(br *bufio.Reader) string {
 }
 
 // text collects a text/plain or text/html body part, decoded to UTF-8 with
-// line ends normalised to LF. One larger than maxText is stored as an
+// line ends normalised to LF. One larger than MaxText is stored as an
 // artifact instead.
-func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPos, col *bodyCollector) error {
+func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPos, col *Body) error {
 	what := c.what()
 	r := w.decoder(cte, body, what)
 	buf := w.scratch[:0]
 	var err error
-	buf, err = readUpTo(buf, r, maxText+1)
+	buf, err = readUpTo(buf, r, MaxText+1)
 	w.scratch = buf[:0]
 	if err != nil {
 		return w.ioError(err)
 	}
-	if len(buf) > maxText {
-		w.notes.addf("%s: %s body over %d bytes: stored as an artifact", what, media, maxText)
+	if len(buf) > MaxText {
+		w.notes.Addf("%s: %s body over %d bytes: stored as an artifact", what, media, MaxText)
 		name := "body.txt"
 		if media == "text/html" {
 			name = "body.html"
 		}
-		d := pendingArtifact{name: param{raw: []byte(name)}, hasName: true, media: media, lf: true}
+		d := Artifact{name: param{raw: []byte(name)}, hasName: true, Media: media, lf: true}
 		_, err := w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
 		return err
 	}
 	if bad := badBytes(r); bad > 0 {
-		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
+		w.notes.Addf("%s: %d characters that are not base64 skipped", what, bad)
 	}
 	label := charsetLabel(charset)
 	if w.hint == "" && label != "" && !isUTF8Label(label) && lookupCharset(label) != nil {
@@ -447,7 +388,7 @@ func readUpTo(buf []byte, r io.Reader, max int) ([]byte, error) {
 // artifact streams an entity's decoded content into the batch and returns
 // the object. A part over the size limit is skipped and noted (a zero
 // Object); only I/O errors are returned.
-func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, what string) (dropzone.Object, error) {
+func (w *mimeWalker) artifact(d Artifact, cte string, body io.Reader, what string) (dropzone.Object, error) {
 	r := w.decoder(cte, body, what)
 	dec := r
 	if d.lf {
@@ -464,19 +405,19 @@ func (w *mimeWalker) artifact(d pendingArtifact, cte string, body io.Reader, wha
 	obj, err := w.b.Put(r)
 	if err != nil {
 		if errors.Is(err, errOverLimit) || errors.Is(err, dropzone.ErrTooLarge) {
-			w.notes.addf("%s (%s): over the artifact size limit: skipped", what, d.media)
+			w.notes.Addf("%s (%s): over the artifact size limit: skipped", what, d.Media)
 			return dropzone.Object{}, nil
 		}
 		return dropzone.Object{}, w.ioError(err)
 	}
 	if bad := badBytes(dec); bad > 0 {
-		w.notes.addf("%s: %d characters that are not base64 skipped", what, bad)
+		w.notes.Addf("%s: %d characters that are not base64 skipped", what, bad)
 	}
-	d.obj = obj
+	d.Object = obj
 	if head != nil {
-		var scratch parseNotes
+		var scratch Notes
 		h, _ := readHeader(bufio.NewReader(bytes.NewReader(head.b)), true, "", &scratch)
-		d.subject = h.get("Subject")
+		d.subject = h.Get("Subject")
 	}
 	w.drafts = append(w.drafts, d)
 	return obj, nil

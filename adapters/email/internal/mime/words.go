@@ -1,4 +1,4 @@
-package email
+package mime
 
 import (
 	"bytes"
@@ -11,24 +11,26 @@ import (
 // broken encoders write longer ones).
 const maxEncodedWord = 4096
 
-// hdrDecoder decodes the header text of one message: raw 8-bit bytes with the
+// Decoder decodes the header text of one message: raw 8-bit bytes with the
 // message's charset hint, then RFC 2047 encoded words. Its notes collect what
 // had to be repaired or guessed.
-type hdrDecoder struct {
+type Decoder struct {
 	hint  string // the charset of the message's text, for raw 8-bit bytes
-	notes *parseNotes
+	notes *Notes
 }
 
-// text decodes an unstructured header value (Subject, a display name) and
-// makes it one line: control characters become spaces.
-func (d *hdrDecoder) text(raw []byte, what string) string {
-	return oneLine(d.words(d.raw(raw, what), what))
+// Text decodes an unstructured header value (Subject, a display name):
+// raw 8-bit bytes as Raw does, then RFC 2047 encoded words, leniently. It
+// makes the value one line: control characters become spaces. what names
+// the value in notes.
+func (d *Decoder) Text(raw []byte, what string) string {
+	return OneLine(d.words(d.Raw(raw, what), what))
 }
 
-// raw turns the bytes of a header value into UTF-8 without decoding encoded
-// words: ASCII and UTF-8 (RFC 6532) as they are, other 8-bit bytes by
-// decode8bit.
-func (d *hdrDecoder) raw(b []byte, what string) string {
+// Raw turns the bytes of a header value into UTF-8 without decoding encoded
+// words: ASCII and UTF-8 (RFC 6532) as they are, other 8-bit bytes in the
+// message's charset when valid in it, else guessed (noted).
+func (d *Decoder) Raw(b []byte, what string) string {
 	if isASCII(b) && !hasEscape(b) {
 		return string(b)
 	}
@@ -42,7 +44,7 @@ func (d *hdrDecoder) raw(b []byte, what string) string {
 // are joined before they are decoded, so a character split across two words
 // (as encoders of CJK text often do) comes out whole. White space between
 // adjacent encoded words is dropped, as RFC 2047 says.
-func (d *hdrDecoder) words(s, what string) string {
+func (d *Decoder) words(s, what string) string {
 	if !strings.Contains(s, "=?") {
 		return s
 	}
@@ -209,10 +211,10 @@ func decodeQ(text string) []byte {
 	return out
 }
 
-// oneLine makes a decoded header value fit one line: line breaks, tabs and
-// other control characters become spaces (NUL is left for clean to count),
+// OneLine makes a decoded header value fit one line: line breaks, tabs and
+// other control characters become spaces (NUL is left for CleanText to count),
 // and the ends are trimmed.
-func oneLine(s string) string {
+func OneLine(s string) string {
 	if !strings.ContainsFunc(s, isControlNotNUL) {
 		return strings.TrimSpace(s)
 	}
@@ -226,14 +228,14 @@ func oneLine(s string) string {
 
 func isControlNotNUL(r rune) bool { return r != 0 && unicode.IsControl(r) }
 
-// clean makes s fit the protocol: valid UTF-8 (invalid bytes become U+FFFD)
-// without NUL bytes (dropped and noted).
-func cleanText(s, what string, n *parseNotes) string {
+// CleanText makes s fit the protocol: valid UTF-8 (invalid bytes become
+// U+FFFD) without NUL bytes (dropped and noted in n as what).
+func CleanText(s, what string, n *Notes) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	if k := strings.Count(s, "\x00"); k > 0 {
-		n.addf("%s: NUL bytes removed (%d)", what, k)
+		n.Addf("%s: NUL bytes removed (%d)", what, k)
 		s = strings.ReplaceAll(s, "\x00", "")
 	}
 	return s
