@@ -1,0 +1,358 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// checkpointKey is where a folder's position is saved.
+func (s *IMAPSource) checkpointKey(folder string) string {
+	return "imap/" + s.opts.Account + "/" + folder
+}
+
+// syncFolder ingests everything new in a folder since its checkpoint.
+func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string, sink adapters.Sink) error {
+	log := s.log.With("folder", folder)
+	ic.deadline(s.opts.Timeout)
+	readOnly := !s.opts.MarkSeen && s.opts.MoveTo == ""
+	sel, err := ic.c.Select(folder, &imap.SelectOptions{ReadOnly: readOnly}).Wait()
+	if err != nil {
+		return fmt.Errorf("select %q: %w", folder, err)
+	}
+	key := s.checkpointKey(folder)
+	var validity uint32
+	var last imap.UID
+	if v, ok, err := sink.Checkpoint(ctx, key); err != nil {
+		return err
+	} else if ok {
+		a, b, _ := strings.Cut(v, ":")
+		vv, _ := strconv.ParseUint(a, 10, 32)
+		uu, _ := strconv.ParseUint(b, 10, 32)
+		validity, last = uint32(vv), imap.UID(uu)
+	}
+	if validity != 0 && validity != sel.UIDValidity {
+		log.Warn("imap: UIDVALIDITY changed; syncing the folder again (messages already in the mailbox are not written twice)",
+			"was", validity, "now", sel.UIDValidity)
+		last = 0
+	}
+	cp := func(uid imap.UID) *adapters.Checkpoint {
+		return &adapters.Checkpoint{Key: key, Value: fmt.Sprintf("%d:%d", sel.UIDValidity, uid)}
+	}
+	if sel.NumMessages == 0 {
+		if validity != sel.UIDValidity {
+			ic.clearDeadline() // the server has nothing to say while the sink writes
+			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
+		}
+		return nil
+	}
+	crit := &imap.SearchCriteria{UID: []imap.UIDSet{{imap.UIDRange{Start: last + 1, Stop: 0}}}}
+	if last == 0 && !s.opts.Since.IsZero() {
+		crit.Since = s.opts.Since
+	}
+	res, err := ic.c.UIDSearch(crit, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("search %q: %w", folder, err)
+	}
+	var uids []imap.UID
+	for _, u := range res.AllUIDs() {
+		if u > last { // "n:*" always matches the last message
+			uids = append(uids, u)
+		}
+	}
+	slices.Sort(uids)
+	if len(uids) == 0 {
+		if validity != sel.UIDValidity {
+			ic.clearDeadline()
+			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
+		}
+		return nil
+	}
+	prog := newProgress(s.opts.Progress, s.opts.Account+" "+folder, len(uids))
+	defer prog.finish()
+	// One chunk is made durable while the next is fetched: the fsyncs of
+	// chunk k overlap the network and parsing of chunk k+1. Deliveries stay
+	// in order, so checkpoints still move only after their files.
+	var pend *pendingChunk
+	wait := func() error {
+		if pend == nil {
+			return nil
+		}
+		ic.clearDeadline() // the connection is rightly quiet meanwhile
+		err := <-pend.errc
+		done := pend.done
+		pend = nil
+		if err != nil {
+			return err
+		}
+		s.after(ic, done)
+		return nil
+	}
+	for i := 0; i < len(uids); i += s.opts.Chunk {
+		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
+		c, err := s.fetchChunk(ctx, ic, folder, sel.UIDValidity, chunk, sink)
+		if err != nil {
+			wait()
+			return err
+		}
+		if err := wait(); err != nil {
+			c.batch.Abort()
+			return err
+		}
+		pend = &pendingChunk{errc: make(chan error, 1), done: c.done}
+		go func(c *fetched, errc chan<- error, cp *adapters.Checkpoint) {
+			errc <- c.commit(ctx, sink, cp)
+		}(c, pend.errc, cp(chunk[len(chunk)-1]))
+		prog.add(len(chunk))
+		s.Event()
+	}
+	return wait()
+}
+
+// pendingChunk is a chunk being made durable.
+type pendingChunk struct {
+	errc chan error
+	done []imap.UID
+}
+
+// fetched is a chunk read from the server: its events, the dropzone batch
+// holding their raw messages and attachments, and the UIDs the mailbox
+// holds once it is delivered.
+type fetched struct {
+	events []adapters.Event
+	batch  *dropzone.Batch
+	done   []imap.UID
+}
+
+// commit makes the chunk durable: the dropzone batch, then the messages and
+// the checkpoint, which goes last so that it moves only once all are.
+func (c *fetched) commit(ctx context.Context, sink adapters.Sink, cp *adapters.Checkpoint) error {
+	if err := c.batch.Commit(); err != nil {
+		c.batch.Abort()
+		return err
+	}
+	return sink.Deliver(ctx, append(c.events, adapters.Event{Checkpoint: cp})...)
+}
+
+// after marks seen or moves what a delivered chunk holds, when asked.
+func (s *IMAPSource) after(ic *imapConn, done []imap.UID) {
+	if len(done) == 0 || (!s.opts.MarkSeen && s.opts.MoveTo == "") {
+		return
+	}
+	set := imap.UIDSetNum(done...)
+	ic.deadline(s.opts.Timeout)
+	if s.opts.MarkSeen {
+		if err := ic.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+			s.log.Warn("imap: could not mark messages seen", "err", err)
+		}
+	}
+	if s.opts.MoveTo != "" {
+		if _, err := ic.c.Move(set, s.opts.MoveTo).Wait(); err != nil {
+			s.log.Warn("imap: could not move ingested messages", "to", s.opts.MoveTo, "err", err)
+		}
+	}
+}
+
+// fetchChunk fetches and normalises some messages into a dropzone batch;
+// the caller commits it.
+func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink) (*fetched, error) {
+	ic.deadline(s.opts.Timeout)
+	// First the envelopes: what the mailbox already holds (a re-sync after
+	// a UIDVALIDITY change, mail in two folders, mail we sent) is not
+	// fetched again.
+	var want imap.UIDSet
+	sizes := map[imap.UID]int64{}
+	envs, err := ic.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, Envelope: true, RFC822Size: true}).Collect()
+	if err != nil {
+		return nil, fmt.Errorf("fetch envelopes: %w", err)
+	}
+	// done are the messages the mailbox holds once the chunk is
+	// delivered: MarkSeen and MoveTo apply to them, a second copy of a
+	// message already ingested included (else it would stay unseen in
+	// the folder for ever).
+	var done []imap.UID
+	for _, m := range envs {
+		if m.Envelope != nil && m.Envelope.MessageID != "" {
+			if seen, err := sink.Seen(ctx, threading.EmailID(m.Envelope.MessageID)); err != nil {
+				return nil, err
+			} else if seen {
+				done = append(done, m.UID)
+				continue
+			}
+		}
+		want.AddNum(m.UID)
+		sizes[m.UID] = m.RFC822Size
+	}
+	var events []adapters.Event
+	batch := s.opts.Dropzone.NewBatch()
+	if len(want) > 0 {
+		full := &imap.FetchItemBodySection{Peek: true}
+		header := &imap.FetchItemBodySection{Peek: true, Specifier: imap.PartSpecifierHeader}
+		var small, large imap.UIDSet
+		for _, u := range uids {
+			if !want.Contains(u) {
+				continue
+			}
+			if s.opts.MaxMessage > 0 && sizes[u] > s.opts.MaxMessage {
+				large.AddNum(u)
+			} else {
+				small.AddNum(u)
+			}
+		}
+		for _, set := range []struct {
+			uids    imap.UIDSet
+			section *imap.FetchItemBodySection
+		}{{small, full}, {large, header}} {
+			if len(set.uids) == 0 {
+				continue
+			}
+			ic.deadline(s.opts.Timeout)
+			cmd := ic.c.Fetch(set.uids, &imap.FetchOptions{UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{set.section}})
+			// Messages are read off the connection in order and
+			// normalised by workers, one per CPU.
+			pool := newNormalisePool(func(fm *fetchedMessage) (*schema.Message, error) {
+				return s.normalise(fm, batch, folder, validity, sizes)
+			})
+			var readErr error
+			for {
+				msg := cmd.Next()
+				if msg == nil {
+					break
+				}
+				fm, err := s.readMessage(msg, batch, set.section == header)
+				if err != nil {
+					readErr = err
+					break
+				}
+				if fm != nil {
+					pool.add(fm)
+				}
+				ic.deadline(s.opts.Timeout)
+			}
+			results, err := pool.wait()
+			if readErr != nil || err != nil {
+				cmd.Close()
+				batch.Abort()
+				return nil, errors.Join(readErr, err)
+			}
+			for _, r := range results {
+				events = append(events, adapters.Event{Message: r.m})
+				done = append(done, r.uid)
+			}
+			if err := cmd.Close(); err != nil {
+				batch.Abort()
+				return nil, fmt.Errorf("fetch: %w", err)
+			}
+		}
+	}
+	return &fetched{events: events, batch: batch, done: done}, nil
+}
+
+// fetchedMessage is one FETCH response read off the connection: small
+// messages are held in memory, larger ones streamed into the dropzone.
+type fetchedMessage struct {
+	uid        imap.UID
+	internal   time.Time
+	mem        []byte           // the raw message, when small
+	obj        *dropzone.Object // the raw message, when streamed
+	headerOnly bool
+}
+
+// inMemory is the size up to which a raw message is read into memory and
+// stored and parsed by a worker; larger ones are streamed to the dropzone
+// as they arrive, so memory stays flat whatever their size.
+const inMemory = 256 << 10
+
+// readMessage reads one FETCH response. It runs on the connection's
+// goroutine and does only what must happen in order; normalise does the
+// rest on a worker.
+func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzone.Batch, headerOnly bool) (*fetchedMessage, error) {
+	fm := &fetchedMessage{headerOnly: headerOnly}
+	for {
+		item := msg.Next()
+		if item == nil {
+			break
+		}
+		switch it := item.(type) {
+		case imapclient.FetchItemDataUID:
+			fm.uid = it.UID
+		case imapclient.FetchItemDataInternalDate:
+			fm.internal = it.Time
+		case imapclient.FetchItemDataBodySection:
+			if it.Literal == nil {
+				continue
+			}
+			if it.Literal.Size() <= inMemory {
+				b, err := io.ReadAll(it.Literal)
+				if err != nil {
+					return nil, fmt.Errorf("read message: %w", err)
+				}
+				fm.mem = b
+				continue
+			}
+			obj, err := batch.Put(it.Literal)
+			if err != nil {
+				return nil, fmt.Errorf("store message: %w", err)
+			}
+			fm.obj = &obj
+		}
+	}
+	if fm.mem == nil && fm.obj == nil {
+		s.log.Warn("imap: the server sent no body for a message", "uid", fm.uid)
+		return nil, nil
+	}
+	if fm.internal.IsZero() {
+		fm.internal = time.Now()
+	}
+	return fm, nil
+}
+
+// normalise stores a fetched message's raw form (if not yet stored) and
+// makes the protocol message of it. It is safe to run on several messages
+// at once: a Batch takes concurrent Puts.
+func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder string, validity uint32, sizes map[imap.UID]int64) (*schema.Message, error) {
+	var r io.Reader
+	if fm.mem != nil {
+		obj, err := batch.Put(bytes.NewReader(fm.mem))
+		if err != nil {
+			return nil, fmt.Errorf("store message: %w", err)
+		}
+		fm.obj, r = &obj, bytes.NewReader(fm.mem)
+	} else {
+		f, err := batch.Open(*fm.obj)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	m, err := Normalize(r, batch, *fm.obj, NormalizeOptions{
+		Account: s.opts.Account, Folder: folder, Own: s.opts.Addresses, ReceivedAt: fm.internal.UTC(),
+		UID: uint32(fm.uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fm.headerOnly {
+		note := fmt.Sprintf("message of %d bytes is over the limit of %d (courier.limits.max_message_bytes): only its headers were fetched; it is still on the server", sizes[fm.uid], s.opts.MaxMessage)
+		if m.Metadata.Extra.ParseError != "" {
+			note = string(m.Metadata.Extra.ParseError) + "; " + note
+		}
+		m.Metadata.Extra.ParseError = schema.Text(note)
+	}
+	return m, nil
+}
