@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"syscall"
@@ -19,9 +20,11 @@ type Serve struct {
 }
 
 // StartServe runs bin with args (which include "serve"), waits until
-// /health on httpAddr answers, and kills the process in tb.Cleanup if it
-// is still running. It fails tb if the service exits or stays silent for
-// 20 s, with everything the service printed.
+// /health on httpAddr says the service started (started_at, set once every
+// component runs: /health answers before the receivers listen), and kills
+// the process in tb.Cleanup if it is still running. It fails tb if the
+// service exits or has not started in 20 s, with everything the service
+// printed.
 func StartServe(tb testing.TB, bin, httpAddr string, args ...string) *Serve {
 	tb.Helper()
 	s := &Serve{out: &lockedBuffer{}, done: make(chan struct{}), Health: "http://" + httpAddr + "/health"}
@@ -44,14 +47,17 @@ func StartServe(tb testing.TB, bin, httpAddr string, args ...string) *Serve {
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
-		return true
+		defer resp.Body.Close()
+		var rep struct {
+			StartedAt *time.Time `json:"started_at"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&rep) == nil && rep.StartedAt != nil
 	})
 	switch {
 	case exited:
 		tb.Fatalf("courier serve exited at start (%v):\n%s", s.cmd.ProcessState, s.Log())
 	case !up:
-		tb.Fatalf("courier serve did not answer /health:\n%s", s.Log())
+		tb.Fatalf("courier serve did not say it started on /health:\n%s", s.Log())
 	}
 	return s
 }

@@ -315,16 +315,19 @@ func (s *SMTPSink) Messages(t testing.TB) []SinkMessage {
 
 func (s *SMTPSink) messages() ([]SinkMessage, error) {
 	dump := filepath.Join(s.Dir, "dump")
+	// The folder first, then what is open: a dump created in between is
+	// not listed, where the other way round it would be listed and not
+	// known to be open.
+	entries, err := os.ReadDir(dump)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	open := s.openDumps()
 	for f := range s.partial {
 		open[f] = true
 	}
 	s.mu.Unlock()
-	entries, err := os.ReadDir(dump)
-	if err != nil {
-		return nil, err
-	}
 	type file struct {
 		path  string
 		mtime time.Time
