@@ -503,10 +503,13 @@ func TestClaimDoneFailExitCodes(t *testing.T) {
 			t.Errorf("%v: exit %d (want %d), %q", s.args, code, s.code, out+e)
 		}
 	}
-	// COURIER_AGENT names the agent when --agent is absent.
+	// COURIER_AGENT names the agent when --agent is absent. Shown on a
+	// message of its own: m is in its retry backoff now, whose end the
+	// mailbox's tests pass on a fake clock.
+	m2 := testutil.Message(schema.Lark, "om_y", testutil.Time("2026-01-01T00:01:00Z"), "y")
+	seed(t, ws, m2)
 	t.Setenv("COURIER_AGENT", "env-agent")
-	time.Sleep(1100 * time.Millisecond) // the retry backoff after one failure is 1 s
-	out, e, code := cli(t, ws, "", "claim", m.ID)
+	out, e, code := cli(t, ws, "", "claim", m2.ID)
 	if code != 0 || !strings.Contains(out, "as env-agent") {
 		t.Errorf("claim as COURIER_AGENT: %d %s %s", code, out, e)
 	}

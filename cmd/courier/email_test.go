@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/mail"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/mailbox"
 )
 
 func rawMail(i int) []byte {
@@ -76,7 +79,7 @@ func TestSentCopyNotIngested(t *testing.T) {
           smtp: {host: %s, port: %d, tls: none, append_sent: true}
 `, web, d.Host, d.Port, d.User, d.Password, sink.Host(), sink.Port()))
 	s := startServe(t, ws, web)
-	waitUntil(t, 20*time.Second, "the inbox message ingested", func() bool { return len(countIDs(t, ws)) == 1 })
+	testutil.WaitFor(t, 20*time.Second, "the inbox message ingested", func() bool { return len(countIDs(t, ws)) == 1 })
 	id := countIDs(t, ws)[0]
 	if _, e, code := cli(t, ws, "", "send", "--reply-to", id, "--text", "Noted."); code != 0 {
 		t.Fatalf("send: %s", e)
@@ -84,11 +87,28 @@ func TestSentCopyNotIngested(t *testing.T) {
 	msgs := sink.WaitMessages(t, 1, 20*time.Second)
 	m, _ := mail.ReadMessage(bytes.NewReader(msgs[0].Raw))
 	mid := m.Header.Get("Message-Id")
-	waitUntil(t, 20*time.Second, "the copy in Sent", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the copy in Sent", func() bool {
 		return strings.Contains(d.Doveadm(t, "fetch", "-u", d.User, "hdr.message-id", "mailbox", "Sent", "all"), strings.Trim(mid, "<>"))
 	})
-	// Let the source poll Sent a few times; the copy must not come in.
-	time.Sleep(3 * time.Second)
+	// Once the source's checkpoint for Sent (imap/<account>/<folder>,
+	// "UIDVALIDITY:UID") has passed the copy, the source has looked at it
+	// and made up its mind: a checkpoint moves only after the files it
+	// covers are written.
+	var copyUID int
+	if _, err := fmt.Sscanf(d.Doveadm(t, "fetch", "-u", d.User, "uid", "mailbox", "Sent", "all"), "uid: %d", &copyUID); err != nil {
+		t.Fatalf("the copy's UID in Sent: %v", err)
+	}
+	mb, err := mailbox.Open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("the source's checkpoint for Sent to pass UID %d", copyUID), func() bool {
+		v, _, err := mb.Checkpoint(context.Background(), "imap/work/Sent")
+		_, uid, _ := strings.Cut(v, ":")
+		n, _ := strconv.Atoi(uid)
+		return err == nil && n >= copyUID
+	})
 	if n := len(countIDs(t, ws, "--all")); n != 1 {
 		t.Errorf("%d inbound messages, want 1: our own sent copy was ingested", n)
 	}

@@ -50,18 +50,6 @@ func writeConfig(t *testing.T, ws, cfg string) {
 	}
 }
 
-// waitUntil polls cond with a deadline.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func sendMail(addr, from, to, msgID, subject, body string) error {
 	msg := fmt.Sprintf("From: %s\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s>\r\nDate: %s\r\n\r\n%s\r\n",
 		from, to, subject, msgID, time.Now().Format(time.RFC1123Z), body)
@@ -118,7 +106,19 @@ func TestServeEndToEnd(t *testing.T) {
 	if m.Header.Get("In-Reply-To") != "<q1@example.com>" || m.Header.Get("Subject") != "Re: Logs please" || msgs[0].To[0] != "ann@example.com" {
 		t.Errorf("reply: In-Reply-To %q Subject %q to %v", m.Header.Get("In-Reply-To"), m.Header.Get("Subject"), msgs[0].To)
 	}
-	waitUntil(t, 10*time.Second, "the draft archived", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the draft archived", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+	// The engine counts a send just after it files the draft: the total
+	// /health gives, then the sent counter, then the latency histogram of
+	// /metrics. Wait for the last.
+	testutil.WaitFor(t, 10*time.Second, "the send's latency in /metrics", func() bool {
+		resp, err := http.Get("http://" + web + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `courier_processing_duration_bucket{direction="outbound",provider="email",le="+Inf"} 1`)
+	})
 	var rep struct {
 		Status   string
 		Adapters map[string]struct{ Status string }
@@ -213,14 +213,17 @@ func TestServeStartFailures(t *testing.T) {
 	}
 }
 
-// Kill -9 the service at random instants while it delivers hundreds of
-// drafts, restart it, and at the end: every draft delivered and archived,
-// none left claimed, duplicates at most one per kill.
+// Kill -9 the service while it delivers hundreds of drafts, each time at
+// the one instant that makes a duplicate: the SMTP peer has a message
+// whole and holds its reply, so the service cannot know it delivered it.
+// Restart it, and at the end: every draft delivered and archived, none left
+// claimed, and duplicates at most one per kill, the draft held at that
+// kill sent again.
 func TestCrashDuringDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the service")
 	}
-	sink := testutil.StartSMTPSink(t, nil)
+	peer := testutil.StartSMTPFake(t)
 	ws := newWorkspace(t)
 	web := freeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
@@ -234,8 +237,9 @@ func TestCrashDuringDelivery(t *testing.T) {
         - name: work
           addresses: [agent@corp.example]
           smtp: {host: %s, port: %d, tls: none}
-`, web, sink.Host(), sink.Port()))
-	const n = 300
+`, web, peer.Host(), peer.Port()))
+	const n, kills = 300, 4
+	draftID := map[string]string{} // by Message-ID
 	mb, err := mailbox.Open(ws, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -247,36 +251,45 @@ func TestCrashDuringDelivery(t *testing.T) {
 		if _, err := mb.Queue(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
+		draftID[d.IdempotencyKey] = d.ID
 	}
 	mb.Close()
-	kills := 0
-	for i := 0; i < 4; i++ {
-		s := startServe(t, ws, web)
-		time.Sleep(time.Duration(50+rand.IntN(300)) * time.Millisecond)
-		s.Kill()
-		kills++
-	}
-	s := startServe(t, ws, web)
-	waitUntil(t, 60*time.Second, "every draft delivered", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == n })
-	if code := s.Stop(t); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	got := map[string]int{}
-	partial := 0
-	for _, m := range sink.Messages(t) {
+	messageID := func(m testutil.FakeMessage) string {
 		msg, err := mail.ReadMessage(bytes.NewReader(m.Raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		// smtp-sink also dumps a transaction the client dropped before
-		// the final ".": such a message was not delivered.
-		if !bytes.HasSuffix(bytes.TrimRight(m.Raw, "\r\n"), []byte("--")) {
-			partial++
-			continue
-		}
-		got[msg.Header.Get("Message-Id")]++
+		return msg.Header.Get("Message-Id")
 	}
-	t.Logf("%d transactions cut short by a kill", partial)
+	var held []string // the Message-ID held at each kill
+	for i := 1; i <= kills; i++ {
+		// Some drafts go through first (up to 40), so that each kill comes
+		// in the middle of the queue, with the other sends at the commit
+		// gate or in their DATA.
+		h := peer.HoldAt(len(peer.Messages()) + 1 + rand.IntN(40))
+		s := startServe(t, ws, web)
+		select {
+		case <-h.Held():
+		case <-time.After(60 * time.Second):
+			t.Fatalf("kill %d: no delivery reached its final \".\" in 60 s:\n%s", i, s.Log())
+		}
+		s.Kill()
+		h.Release()
+		key := messageID(h.Message())
+		held = append(held, key)
+		// The kill landed mid-delivery: the peer has the draft whole,
+		// and the dead service had it claimed and not recorded as sent.
+		requireInFlight(t, ws, draftID[key], i)
+	}
+	s := startServe(t, ws, web)
+	testutil.WaitFor(t, 60*time.Second, "every draft delivered", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == n })
+	if code := s.Stop(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	got := map[string]int{}
+	for _, m := range peer.Messages() {
+		got[messageID(m)]++
+	}
 	dups := 0
 	for i := 0; i < n; i++ {
 		c := got[fmt.Sprintf("<draft-%d@corp.example>", i)]
@@ -288,7 +301,12 @@ func TestCrashDuringDelivery(t *testing.T) {
 	if dups > kills {
 		t.Errorf("%d duplicates after %d kills: more than one per crash", dups, kills)
 	}
-	t.Logf("%d drafts, %d kills, %d duplicate deliveries", n, kills, dups)
+	for i, key := range held {
+		if got[key] < 2 {
+			t.Errorf("%s, held at kill %d, was not sent again after the restart (%d copies)", key, i+1, got[key])
+		}
+	}
+	t.Logf("%d drafts, %d kills, each with a delivery in flight, %d duplicate deliveries", n, kills, dups)
 	mb, err = mailbox.Open(ws, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +323,28 @@ func TestCrashDuringDelivery(t *testing.T) {
 	archived, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/archive/email"))
 	if len(archived) != n {
 		t.Errorf("%d archived, want %d", len(archived), n)
+	}
+}
+
+// requireInFlight fails the test unless the draft id is what a kill in the
+// middle of its delivery leaves: still queued in outbound/, claimed (state
+// sending), not recorded as accepted.
+func requireInFlight(t *testing.T, ws, id string, kill int) {
+	t.Helper()
+	mb, err := mailbox.Open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	e, err := mb.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("kill %d: the held draft %s: %v", kill, id, err)
+	}
+	var state string
+	mb.DB().QueryRow(`SELECT state FROM deliveries WHERE id = ?`, id).Scan(&state)
+	if e.Status != mailbox.StatusQueued || state != mailbox.DeliverySending {
+		t.Fatalf("kill %d did not land mid-delivery: the draft the peer held is %s, delivery state %q; want queued and %q",
+			kill, e.Status, state, mailbox.DeliverySending)
 	}
 }
 
