@@ -75,12 +75,8 @@ func BenchmarkIdlePush(b *testing.B) {
 	srv := startServe(b, ws, httpAddr)
 	// The first message is backfilled: the source has synced and is about
 	// to IDLE.
-	deadline := time.Now().Add(20 * time.Second)
-	for countFiles(b, inbound) < 1 {
-		if time.Now().After(deadline) {
-			b.Fatalf("the backfilled message has no file after 20 s:\n%s", srv.Log())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(20*time.Second, func() bool { return countFiles(b, inbound) >= 1 }) {
+		b.Fatalf("the backfilled message has no file after 20 s:\n%s", srv.Log())
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -229,7 +229,8 @@ func countFiles(b *testing.B, dir string) int {
 }
 
 // startServe starts `courier --root ws serve` and waits until /health on
-// httpAddr answers; the process is killed in b.Cleanup if still running.
+// httpAddr says it started; the process is killed in b.Cleanup if still
+// running.
 func startServe(b *testing.B, ws, httpAddr string) *testutil.Serve {
 	b.Helper()
 	return testutil.StartServe(b, courierBin(b), httpAddr, "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
