@@ -55,12 +55,8 @@ func dovecotLogins(d *testutil.Dovecot) int {
 // waitLogin polls Dovecot's log until it shows more than n logins.
 func waitLogin(t *testing.T, d *testutil.Dovecot, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for dovecotLogins(d) <= n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the source did not log in again within %v:\n%s", timeout, d.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Poll(timeout, func() bool { return dovecotLogins(d) > n }) {
+		t.Fatalf("the source did not log in again within %v:\n%s", timeout, d.Log())
 	}
 }
 
@@ -153,12 +149,8 @@ func TestDovecotRestartUnderIdle(t *testing.T) {
 	if n := len(ws.files(t)); n != 3 {
 		t.Errorf("%d files, want 3", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for src.Health().Status != adapters.StatusConnected {
-		if time.Now().After(deadline) {
-			t.Fatalf("health %+v after reconnecting", src.Health())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(5*time.Second, func() bool { return src.Health().Status == adapters.StatusConnected }) {
+		t.Fatalf("health %+v after reconnecting", src.Health())
 	}
 }
 
@@ -316,11 +308,8 @@ func TestDovecotDeadConnection(t *testing.T) {
 	// A reconnection attempt shows the dead connection was noticed:
 	// Heartbeat + Timeout, then the first backoff (1 s).
 	limit := heartbeat + timeout + time.Second + 2*time.Second
-	for p.Accepted() == conns {
-		if time.Since(frozen) > limit {
-			t.Fatalf("no reconnection %v after the connection froze (Heartbeat %v, Timeout %v)", limit, heartbeat, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Poll(time.Until(frozen.Add(limit)), func() bool { return p.Accepted() != conns }) {
+		t.Fatalf("no reconnection %v after the connection froze (Heartbeat %v, Timeout %v)", limit, heartbeat, timeout)
 	}
 	t.Logf("dead connection noticed: reconnecting %v after the freeze", time.Since(frozen).Round(time.Millisecond))
 	if n := len(ws.files(t)); n != 1 {

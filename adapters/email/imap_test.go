@@ -21,6 +21,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil"
 )
 
 // These tests run the IMAP source against go-imap's in-memory server
@@ -272,12 +273,8 @@ func (r *cmdRecorder) matching(s string) []string {
 // waitCount polls until the command name was sent at least n times.
 func (r *cmdRecorder) waitCount(t testing.TB, name string, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for r.count(name) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s sent %d times in %v, want %d; commands: %v", name, r.count(name), timeout, n, r.commands())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.Poll(timeout, func() bool { return r.count(name) >= n }) {
+		t.Fatalf("%s sent %d times in %v, want %d; commands: %v", name, r.count(name), timeout, n, r.commands())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
@@ -84,17 +85,11 @@ func (w *workspace) files(t testing.TB) []string {
 // fails the test after timeout.
 func (w *workspace) waitFiles(t testing.TB, n int, timeout time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		names := w.files(t)
-		if len(names) >= n {
-			return names
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d inbound files after %v, want %d: %v", len(names), timeout, n, names)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var names []string
+	if !testutil.Poll(timeout, func() bool { names = w.files(t); return len(names) >= n }) {
+		t.Fatalf("%d inbound files after %v, want %d: %v", len(names), timeout, n, names)
 	}
+	return names
 }
 
 // messages decodes every inbound file, by id.
@@ -142,16 +137,9 @@ func (w *workspace) checkpoint(t testing.TB, key string) string {
 // waitCheckpoint polls until the checkpoint under key is want.
 func (w *workspace) waitCheckpoint(t testing.TB, key, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got := w.checkpoint(t, key)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("checkpoint %s = %q after %v, want %q", key, got, timeout, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got string
+	if !testutil.Poll(timeout, func() bool { got = w.checkpoint(t, key); return got == want }) {
+		t.Fatalf("checkpoint %s = %q after %v, want %q", key, got, timeout, want)
 	}
 }
 
