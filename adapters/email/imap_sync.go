@@ -27,46 +27,77 @@ func (s *IMAPSource) checkpointKey(folder string) string {
 
 // syncFolder ingests everything new in a folder since its checkpoint.
 func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string, sink adapters.Sink) error {
-	log := s.log.With("folder", folder)
 	ic.deadline(s.opts.Timeout)
 	readOnly := !s.opts.MarkSeen && s.opts.MoveTo == ""
 	sel, err := ic.c.Select(folder, &imap.SelectOptions{ReadOnly: readOnly}).Wait()
 	if err != nil {
 		return fmt.Errorf("select %q: %w", folder, err)
 	}
-	key := s.checkpointKey(folder)
-	var validity uint32
-	var last imap.UID
-	if v, ok, err := sink.Checkpoint(ctx, key); err != nil {
+	pos, err := s.position(ctx, folder, sel.UIDValidity, sink)
+	if err != nil {
 		return err
+	}
+	var uids []imap.UID
+	if sel.NumMessages > 0 {
+		if uids, err = s.newUIDs(ic, folder, pos.last); err != nil {
+			return err
+		}
+	}
+	if len(uids) == 0 {
+		if pos.saved != pos.validity {
+			ic.clearDeadline() // the server has nothing to say while the sink writes
+			return sink.Deliver(ctx, adapters.Event{Checkpoint: pos.checkpoint(pos.last)})
+		}
+		return nil
+	}
+	return s.ingest(ctx, ic, folder, pos, uids, sink)
+}
+
+// folderPosition is where a folder's sync stands.
+type folderPosition struct {
+	key      string   // the checkpoint's key
+	saved    uint32   // the UIDVALIDITY of the saved checkpoint; 0 when none
+	validity uint32   // the folder's UIDVALIDITY now
+	last     imap.UID // the last UID ingested; 0 after a UIDVALIDITY change
+}
+
+// checkpoint is the folder's checkpoint once everything up to uid is
+// ingested.
+func (p folderPosition) checkpoint(uid imap.UID) *adapters.Checkpoint {
+	return &adapters.Checkpoint{Key: p.key, Value: fmt.Sprintf("%d:%d", p.validity, uid)}
+}
+
+// position reads the folder's checkpoint ("uidvalidity:uid"). When the
+// folder's UIDVALIDITY is not the one saved, the folder is synced again
+// from the start, with a warning.
+func (s *IMAPSource) position(ctx context.Context, folder string, validity uint32, sink adapters.Sink) (folderPosition, error) {
+	pos := folderPosition{key: s.checkpointKey(folder), validity: validity}
+	if v, ok, err := sink.Checkpoint(ctx, pos.key); err != nil {
+		return pos, err
 	} else if ok {
 		a, b, _ := strings.Cut(v, ":")
 		vv, _ := strconv.ParseUint(a, 10, 32)
 		uu, _ := strconv.ParseUint(b, 10, 32)
-		validity, last = uint32(vv), imap.UID(uu)
+		pos.saved, pos.last = uint32(vv), imap.UID(uu)
 	}
-	if validity != 0 && validity != sel.UIDValidity {
-		log.Warn("imap: UIDVALIDITY changed; syncing the folder again (messages already in the mailbox are not written twice)",
-			"was", validity, "now", sel.UIDValidity)
-		last = 0
+	if pos.saved != 0 && pos.saved != validity {
+		s.log.With("folder", folder).Warn("imap: UIDVALIDITY changed; syncing the folder again (messages already in the mailbox are not written twice)",
+			"was", pos.saved, "now", validity)
+		pos.last = 0
 	}
-	cp := func(uid imap.UID) *adapters.Checkpoint {
-		return &adapters.Checkpoint{Key: key, Value: fmt.Sprintf("%d:%d", sel.UIDValidity, uid)}
-	}
-	if sel.NumMessages == 0 {
-		if validity != sel.UIDValidity {
-			ic.clearDeadline() // the server has nothing to say while the sink writes
-			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
-		}
-		return nil
-	}
+	return pos, nil
+}
+
+// newUIDs returns the UIDs after last, in order; on the first sync (last
+// is 0) only those received since IMAPOptions.Since, when set.
+func (s *IMAPSource) newUIDs(ic *imapConn, folder string, last imap.UID) ([]imap.UID, error) {
 	crit := &imap.SearchCriteria{UID: []imap.UIDSet{{imap.UIDRange{Start: last + 1, Stop: 0}}}}
 	if last == 0 && !s.opts.Since.IsZero() {
 		crit.Since = s.opts.Since
 	}
 	res, err := ic.c.UIDSearch(crit, nil).Wait()
 	if err != nil {
-		return fmt.Errorf("search %q: %w", folder, err)
+		return nil, fmt.Errorf("search %q: %w", folder, err)
 	}
 	var uids []imap.UID
 	for _, u := range res.AllUIDs() {
@@ -75,52 +106,51 @@ func (s *IMAPSource) syncFolder(ctx context.Context, ic *imapConn, folder string
 		}
 	}
 	slices.Sort(uids)
-	if len(uids) == 0 {
-		if validity != sel.UIDValidity {
-			ic.clearDeadline()
-			return sink.Deliver(ctx, adapters.Event{Checkpoint: cp(last)})
-		}
-		return nil
-	}
+	return uids, nil
+}
+
+// ingest fetches uids a chunk at a time and delivers each chunk with the
+// checkpoint of its last UID, showing progress. One chunk is made durable
+// while the next is fetched: the fsyncs of chunk k overlap the network and
+// parsing of chunk k+1. Deliveries stay in order, so checkpoints still move
+// only after their files.
+func (s *IMAPSource) ingest(ctx context.Context, ic *imapConn, folder string, pos folderPosition, uids []imap.UID, sink adapters.Sink) error {
 	prog := newProgress(s.opts.Progress, s.opts.Account+" "+folder, len(uids))
 	defer prog.finish()
-	// One chunk is made durable while the next is fetched: the fsyncs of
-	// chunk k overlap the network and parsing of chunk k+1. Deliveries stay
-	// in order, so checkpoints still move only after their files.
 	var pend *pendingChunk
-	wait := func() error {
-		if pend == nil {
-			return nil
-		}
-		ic.clearDeadline() // the connection is rightly quiet meanwhile
-		err := <-pend.errc
-		done := pend.done
-		pend = nil
-		if err != nil {
-			return err
-		}
-		s.after(ic, done)
-		return nil
-	}
 	for i := 0; i < len(uids); i += s.opts.Chunk {
 		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
-		c, err := s.fetchChunk(ctx, ic, folder, sel.UIDValidity, chunk, sink)
+		c, err := s.fetchChunk(ctx, ic, folder, pos.validity, chunk, sink)
 		if err != nil {
-			wait()
+			s.settle(ic, pend)
 			return err
 		}
-		if err := wait(); err != nil {
+		if err := s.settle(ic, pend); err != nil {
 			c.batch.Abort()
 			return err
 		}
 		pend = &pendingChunk{errc: make(chan error, 1), done: c.done}
 		go func(c *fetched, errc chan<- error, cp *adapters.Checkpoint) {
 			errc <- c.commit(ctx, sink, cp)
-		}(c, pend.errc, cp(chunk[len(chunk)-1]))
+		}(c, pend.errc, pos.checkpoint(chunk[len(chunk)-1]))
 		prog.add(len(chunk))
 		s.Event()
 	}
-	return wait()
+	return s.settle(ic, pend)
+}
+
+// settle waits for the chunk being made durable, if any, then marks seen or
+// moves what it holds (after). The connection is rightly quiet meanwhile.
+func (s *IMAPSource) settle(ic *imapConn, pend *pendingChunk) error {
+	if pend == nil {
+		return nil
+	}
+	ic.clearDeadline()
+	if err := <-pend.errc; err != nil {
+		return err
+	}
+	s.after(ic, pend.done)
+	return nil
 }
 
 // pendingChunk is a chunk being made durable.
@@ -168,27 +198,55 @@ func (s *IMAPSource) after(ic *imapConn, done []imap.UID) {
 }
 
 // fetchChunk fetches and normalises some messages into a dropzone batch;
-// the caller commits it.
+// the caller commits it. Messages over IMAPOptions.MaxMessage are fetched
+// with their header only.
 func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink) (*fetched, error) {
 	ic.deadline(s.opts.Timeout)
-	// First the envelopes: what the mailbox already holds (a re-sync after
-	// a UIDVALIDITY change, mail in two folders, mail we sent) is not
-	// fetched again.
-	var want imap.UIDSet
-	sizes := map[imap.UID]int64{}
+	want, sizes, done, err := s.envelopes(ctx, ic, uids, sink)
+	if err != nil {
+		return nil, err
+	}
+	c := &fetched{batch: s.opts.Dropzone.NewBatch(), done: done}
+	if len(want) == 0 {
+		return c, nil
+	}
+	norm := func(fm *fetchedMessage) (*schema.Message, error) {
+		return s.normalise(fm, c.batch, folder, validity, sizes)
+	}
+	full := &imap.FetchItemBodySection{Peek: true}
+	header := &imap.FetchItemBodySection{Peek: true, Specifier: imap.PartSpecifierHeader}
+	small, large := s.bySize(uids, want, sizes)
+	for _, set := range []struct {
+		uids    imap.UIDSet
+		section *imap.FetchItemBodySection
+	}{{small, full}, {large, header}} {
+		if len(set.uids) == 0 {
+			continue
+		}
+		if err := s.fetchBodies(ic, c, set.uids, set.section, set.section == header, norm); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// envelopes fetches the envelopes and sizes of uids, so that what the
+// mailbox already holds (a re-sync after a UIDVALIDITY change, mail in two
+// folders, mail we sent) is not fetched again. want are the messages to
+// fetch, with their sizes. done are the messages the mailbox holds once
+// the chunk is delivered: MarkSeen and MoveTo apply to them, a second copy
+// of a message already ingested included (else it would stay unseen in the
+// folder for ever); the caller adds those it fetches.
+func (s *IMAPSource) envelopes(ctx context.Context, ic *imapConn, uids []imap.UID, sink adapters.Sink) (want imap.UIDSet, sizes map[imap.UID]int64, done []imap.UID, err error) {
+	sizes = map[imap.UID]int64{}
 	envs, err := ic.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, Envelope: true, RFC822Size: true}).Collect()
 	if err != nil {
-		return nil, fmt.Errorf("fetch envelopes: %w", err)
+		return nil, nil, nil, fmt.Errorf("fetch envelopes: %w", err)
 	}
-	// done are the messages the mailbox holds once the chunk is
-	// delivered: MarkSeen and MoveTo apply to them, a second copy of a
-	// message already ingested included (else it would stay unseen in
-	// the folder for ever).
-	var done []imap.UID
 	for _, m := range envs {
 		if m.Envelope != nil && m.Envelope.MessageID != "" {
 			if seen, err := sink.Seen(ctx, threading.EmailID(m.Envelope.MessageID)); err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			} else if seen {
 				done = append(done, m.UID)
 				continue
@@ -197,69 +255,64 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 		want.AddNum(m.UID)
 		sizes[m.UID] = m.RFC822Size
 	}
-	var events []adapters.Event
-	batch := s.opts.Dropzone.NewBatch()
-	if len(want) > 0 {
-		full := &imap.FetchItemBodySection{Peek: true}
-		header := &imap.FetchItemBodySection{Peek: true, Specifier: imap.PartSpecifierHeader}
-		var small, large imap.UIDSet
-		for _, u := range uids {
-			if !want.Contains(u) {
-				continue
-			}
-			if s.opts.MaxMessage > 0 && sizes[u] > s.opts.MaxMessage {
-				large.AddNum(u)
-			} else {
-				small.AddNum(u)
-			}
+	return want, sizes, done, nil
+}
+
+// bySize splits the wanted UIDs, in the chunk's order, into those fetched
+// whole and those over IMAPOptions.MaxMessage.
+func (s *IMAPSource) bySize(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]int64) (small, large imap.UIDSet) {
+	for _, u := range uids {
+		if !want.Contains(u) {
+			continue
 		}
-		for _, set := range []struct {
-			uids    imap.UIDSet
-			section *imap.FetchItemBodySection
-		}{{small, full}, {large, header}} {
-			if len(set.uids) == 0 {
-				continue
-			}
-			ic.deadline(s.opts.Timeout)
-			cmd := ic.c.Fetch(set.uids, &imap.FetchOptions{UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{set.section}})
-			// Messages are read off the connection in order and
-			// normalised by workers, one per CPU.
-			pool := newNormalisePool(func(fm *fetchedMessage) (*schema.Message, error) {
-				return s.normalise(fm, batch, folder, validity, sizes)
-			})
-			var readErr error
-			for {
-				msg := cmd.Next()
-				if msg == nil {
-					break
-				}
-				fm, err := s.readMessage(msg, batch, set.section == header)
-				if err != nil {
-					readErr = err
-					break
-				}
-				if fm != nil {
-					pool.add(fm)
-				}
-				ic.deadline(s.opts.Timeout)
-			}
-			results, err := pool.wait()
-			if readErr != nil || err != nil {
-				cmd.Close()
-				batch.Abort()
-				return nil, errors.Join(readErr, err)
-			}
-			for _, r := range results {
-				events = append(events, adapters.Event{Message: r.m})
-				done = append(done, r.uid)
-			}
-			if err := cmd.Close(); err != nil {
-				batch.Abort()
-				return nil, fmt.Errorf("fetch: %w", err)
-			}
+		if s.opts.MaxMessage > 0 && sizes[u] > s.opts.MaxMessage {
+			large.AddNum(u)
+		} else {
+			small.AddNum(u)
 		}
 	}
-	return &fetched{events: events, batch: batch, done: done}, nil
+	return small, large
+}
+
+// fetchBodies fetches the section of the messages of set into c: they are
+// read off the connection in order and normalised by norm on workers, one
+// per CPU; c gets their events and UIDs in order. On an error the batch is
+// aborted.
+func (s *IMAPSource) fetchBodies(ic *imapConn, c *fetched, set imap.UIDSet, section *imap.FetchItemBodySection, headerOnly bool, norm func(*fetchedMessage) (*schema.Message, error)) error {
+	ic.deadline(s.opts.Timeout)
+	cmd := ic.c.Fetch(set, &imap.FetchOptions{UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{section}})
+	pool := newNormalisePool(norm)
+	var readErr error
+	for {
+		msg := cmd.Next()
+		if msg == nil {
+			break
+		}
+		fm, err := s.readMessage(msg, c.batch, headerOnly)
+		if err != nil {
+			readErr = err
+			break
+		}
+		if fm != nil {
+			pool.add(fm)
+		}
+		ic.deadline(s.opts.Timeout)
+	}
+	results, err := pool.wait()
+	if readErr != nil || err != nil {
+		cmd.Close()
+		c.batch.Abort()
+		return errors.Join(readErr, err)
+	}
+	for _, r := range results {
+		c.events = append(c.events, adapters.Event{Message: r.m})
+		c.done = append(c.done, r.uid)
+	}
+	if err := cmd.Close(); err != nil {
+		c.batch.Abort()
+		return fmt.Errorf("fetch: %w", err)
+	}
+	return nil
 }
 
 // fetchedMessage is one FETCH response read off the connection: small

@@ -77,14 +77,43 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 	if hasher != nil {
 		synthetic = hasher.uid()
 	}
-	return build(msg.Header, msg.Decoder, msg.Body, msg.Artifacts, msg.Notes, id, synthetic, rawObj, opts), nil
+	return build(msg, id, synthetic, rawObj, opts), nil
 }
 
-// build assembles the message once the body is read.
-func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifact, n *mime.Notes, id, synthetic string, rawObj dropzone.Object, opts NormalizeOptions) *schema.Message {
-	c := func(s, what string) string { return mime.CleanText(s, what, n) }
+// build assembles the protocol message once the reader is done, one part
+// of the mapping (DESIGN §2–§4) at a time. The order of the steps is the
+// order of the notes in parse_error.
+func build(msg *mime.Message, id, synthetic string, rawObj dropzone.Object, opts NormalizeOptions) *schema.Message {
+	b := &builder{h: msg.Header, d: msg.Decoder, n: msg.Notes, m: newMessage()}
+	b.origin(opts)
+	th, subject := b.identity(id, synthetic)
+	addrs := b.participants(opts.Own)
+	rawDate := b.times(opts.ReceivedAt)
+	paths := b.artifacts(msg.Artifacts)
+	b.content(msg.Body, paths)
+	b.m.Metadata.ProviderRaw = b.providerRaw(th, subject, rawDate, addrs)
+	b.finish(rawObj)
+	return b.m
+}
 
-	m := &schema.Message{
+// builder holds what the steps of build share: the reader's output and
+// the message being built.
+type builder struct {
+	h mime.Header
+	d *mime.Decoder
+	n *mime.Notes
+	m *schema.Message
+}
+
+// addressFields are the decoded address lists of the header.
+type addressFields struct {
+	from, replyTo, to, cc, bcc []mime.Address
+}
+
+// newMessage returns an inbound email message of the current schema and
+// protocol versions, with nothing else set.
+func newMessage() *schema.Message {
+	return &schema.Message{
 		Provider:  schema.Email,
 		Direction: schema.Inbound,
 		Metadata: schema.Metadata{
@@ -92,11 +121,26 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 			ProtocolVersion: schema.ProtocolVersion,
 		},
 	}
-	x := &m.Metadata.Extra
-	x.Account, x.Folder = c(opts.Account, "account"), c(opts.Folder, "folder")
-	x.UID, x.UIDValidity = opts.UID, opts.UIDValidity
+}
 
-	// Identity and thread (DESIGN §2, §3; seed 003).
+// clean makes s fit the protocol (valid UTF-8, no NUL), noting as what.
+func (b *builder) clean(s, what string) string { return mime.CleanText(s, what, b.n) }
+
+// origin records where the message came from: account, folder, and its
+// IMAP position.
+func (b *builder) origin(opts NormalizeOptions) {
+	x := &b.m.Metadata.Extra
+	x.Account, x.Folder = b.clean(opts.Account, "account"), b.clean(opts.Folder, "folder")
+	x.UID, x.UIDValidity = opts.UID, opts.UIDValidity
+}
+
+// identity sets the message's id, its session (the thread, named by the
+// decoded Subject), reply_to and thread_root (DESIGN §2, §3; seed 003).
+// id is threading.EmailID of the Message-ID, or "" when it has none that
+// is usable: then the id is "email_" + synthetic, noted. It returns the
+// threading headers and the subject, which provider_raw reports.
+func (b *builder) identity(id, synthetic string) (threading.Headers, string) {
+	h, m := b.h, b.m
 	th := threading.Headers{
 		MessageID:  string(h.Get("Message-Id")),
 		InReplyTo:  string(h.Get("In-Reply-To")),
@@ -105,59 +149,74 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 	thread := threading.EmailThread(th, synthetic)
 	if id == "" {
 		id = "email_" + synthetic
-		x.SyntheticID = true
+		m.Metadata.Extra.SyntheticID = true
 		if !h.Has("Message-Id") {
-			n.Addf("no Message-ID: id made from From, Date, Subject and body")
+			b.n.Addf("no Message-ID: id made from From, Date, Subject and body")
 		} else {
-			n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body", mime.QuoteShort(th.MessageID))
+			b.n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body", mime.QuoteShort(th.MessageID))
 		}
 	}
 	m.ID = id
-	subject := c(d.Text(h.Get("Subject"), "Subject"), "Subject")
-	key := c(thread.Key, "thread key")
+	subject := b.clean(b.d.Text(h.Get("Subject"), "Subject"), "Subject")
+	key := b.clean(thread.Key, "thread key")
 	m.Session = schema.Session{ID: key, Type: schema.Thread, Name: subject, ThreadKey: schema.NullString(key)}
 	m.ReplyTo = schema.NullString(thread.ReplyToID())
 	m.ThreadRoot = schema.NullString(thread.RootID())
+	return th, subject
+}
 
-	// Participants.
-	list := func(key string) []mime.Address {
-		v := joinValues(h.All(key), ", ")
-		as := d.AddressList(v, key)
-		for i := range as {
-			as[i].Name = c(as[i].Name, key)
-			as[i].Addr = c(as[i].Addr, key)
-		}
-		return as
+// addressList decodes every field named key as one address list.
+func (b *builder) addressList(key string) []mime.Address {
+	v := joinValues(b.h.All(key), ", ")
+	as := b.d.AddressList(v, key)
+	for i := range as {
+		as[i].Name = b.clean(as[i].Name, key)
+		as[i].Addr = b.clean(as[i].Addr, key)
 	}
-	from, replyTo, to, cc, bcc := list("From"), list("Reply-To"), list("To"), list("Cc"), list("Bcc")
-	if !hasAddr(from) {
-		if sender := list("Sender"); hasAddr(sender) {
-			n.Addf("no From address: the Sender is the sender")
-			from = sender
+	return as
+}
+
+// participants sets the participants (the Sender stands in for a From
+// without an address) and the external participants less own, and
+// returns the address lists.
+func (b *builder) participants(own []string) addressFields {
+	a := addressFields{
+		from: b.addressList("From"), replyTo: b.addressList("Reply-To"),
+		to: b.addressList("To"), cc: b.addressList("Cc"), bcc: b.addressList("Bcc"),
+	}
+	if !hasAddr(a.from) {
+		if sender := b.addressList("Sender"); hasAddr(sender) {
+			b.n.Addf("no From address: the Sender is the sender")
+			a.from = sender
 		}
 	}
-	m.Participants = schema.Participants{
-		From:     sender(from, n),
-		To:       participants(to),
-		Cc:       participants(cc),
-		Bcc:      participants(bcc),
+	b.m.Participants = schema.Participants{
+		From:     sender(a.from, b.n),
+		To:       participants(a.to),
+		Cc:       participants(a.cc),
+		Bcc:      participants(a.bcc),
 		Mentions: []schema.Mention{},
 	}
-	set := threading.Participants(threadingAddrs(from), threadingAddrs(replyTo), threadingAddrs(to), threadingAddrs(cc), threadingAddrs(bcc), opts.Own)
+	set := threading.Participants(threadingAddrs(a.from), threadingAddrs(a.replyTo), threadingAddrs(a.to), threadingAddrs(a.cc), threadingAddrs(a.bcc), own)
+	x := &b.m.Metadata.Extra
 	x.ExternalParticipants = set.External
 	eligible := set.PersonalEligible
 	x.PersonalEligible = &eligible
+	return a
+}
 
-	// Times.
-	received := opts.ReceivedAt
-	rawDate := c(d.Raw(h.Get("Date"), "Date"), "Date")
+// times sets timestamp, the Date in UTC (the time received when it is
+// missing or not understood, noted), and received_at (now when received is
+// zero). It returns the Date as written, for provider_raw.
+func (b *builder) times(received time.Time) string {
+	rawDate := b.clean(b.d.Raw(b.h.Get("Date"), "Date"), "Date")
 	date, ok := mime.ParseDate(rawDate)
 	switch {
 	case ok:
-	case !h.Has("Date"):
-		n.Addf("no Date: timestamp is the time received")
+	case !b.h.Has("Date"):
+		b.n.Addf("no Date: timestamp is the time received")
 	default:
-		n.Addf("Date %s not understood: timestamp is the time received", mime.QuoteShort(rawDate))
+		b.n.Addf("Date %s not understood: timestamp is the time received", mime.QuoteShort(rawDate))
 	}
 	if received.IsZero() {
 		received = time.Now()
@@ -165,15 +224,20 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 	if !ok {
 		date = received
 	}
-	m.Timestamp = schema.NewTime(date)
-	m.ReceivedAt = schema.NewTime(received)
+	b.m.Timestamp = schema.NewTime(date)
+	b.m.ReceivedAt = schema.NewTime(received)
+	return rawDate
+}
 
-	// Artifacts, then content (the Markdown links inline images).
+// artifacts sets the artifacts, in the order the reader stored them, and
+// returns the workspace paths of the inline ones by Content-ID (as
+// written, and lowercased), for the Markdown's cid: links.
+func (b *builder) artifacts(stored []mime.Artifact) map[string]string {
 	paths := map[string]string{}
-	for _, dr := range drafts {
-		a := artifactOf(&dr, d)
+	for _, dr := range stored {
+		a := artifactOf(&dr, b.d)
 		if dr.ContentID != "" {
-			a.ContentID = c(dr.ContentID, "Content-ID")
+			a.ContentID = b.clean(dr.ContentID, "Content-ID")
 			if dr.Inline {
 				p := DropzonePrefix + a.Path
 				paths[a.ContentID] = p
@@ -182,14 +246,23 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 				}
 			}
 		}
-		m.Artifacts = append(m.Artifacts, a)
+		b.m.Artifacts = append(b.m.Artifacts, a)
 	}
-	if m.Artifacts == nil {
-		m.Artifacts = []schema.Artifact{}
+	if b.m.Artifacts == nil {
+		b.m.Artifacts = []schema.Artifact{}
 	}
-	r := mime.NewRenderer(d, paths)
-	text := c(strings.Join(r.Texts(col), "\n"), "content.text")
-	html := c(strings.Join(r.HTMLs(col), "\n"), "content.html")
+	return paths
+}
+
+// content sets content.text, content.html and, when there is HTML,
+// content.markdown (inline images linked by paths); the body under the
+// front matter (the Markdown, else the text, ending in a newline); and the
+// message's type. It runs after artifacts, whose paths it links.
+func (b *builder) content(body *mime.Body, paths map[string]string) {
+	m := b.m
+	r := mime.NewRenderer(b.d, paths)
+	text := b.clean(strings.Join(r.Texts(body), "\n"), "content.text")
+	html := b.clean(strings.Join(r.HTMLs(body), "\n"), "content.html")
 	if strings.TrimSpace(text) == "" {
 		text = ""
 	}
@@ -198,7 +271,7 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 	}
 	var md string
 	if html != "" {
-		md = c(strings.Join(r.Markdown(col), "\n\n"), "content.markdown")
+		md = b.clean(strings.Join(r.Markdown(body), "\n\n"), "content.markdown")
 	}
 	m.Content = schema.Content{Text: schema.NullString(text), HTML: schema.NullString(html), Markdown: schema.NullString(md)}
 	switch {
@@ -211,33 +284,51 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 		m.Body += "\n"
 	}
 	m.Type = contentType(text != "" || html != "", m.Artifacts)
+}
 
-	// What a reader may need from the source.
+// providerRaw returns metadata.provider_raw: what a reader may need from
+// the source, each key only when the header has its field.
+func (b *builder) providerRaw(th threading.Headers, subject, rawDate string, addrs addressFields) map[string]any {
 	raw := map[string]any{}
+	b.rawThreading(raw, th)
+	if b.h.Has("Subject") {
+		raw["subject"] = subject
+	}
+	if b.h.Has("Date") {
+		raw["date"] = rawDate
+	}
+	b.rawAddresses(raw, addrs)
+	b.rawFields(raw)
+	return raw
+}
+
+// rawThreading reports message_id, in_reply_to and references, each id
+// "<...>" as written.
+func (b *builder) rawThreading(raw map[string]any, th threading.Headers) {
+	h, d := b.h, b.d
 	if h.Has("Message-Id") {
-		raw["message_id"] = c(mime.OneLine(d.Raw(h.Get("Message-Id"), "Message-ID")), "Message-ID")
+		raw["message_id"] = b.clean(mime.OneLine(d.Raw(h.Get("Message-Id"), "Message-ID")), "Message-ID")
 	}
 	if h.Has("In-Reply-To") {
-		raw["in_reply_to"] = c(mime.OneLine(d.Raw(h.Get("In-Reply-To"), "In-Reply-To")), "In-Reply-To")
+		raw["in_reply_to"] = b.clean(mime.OneLine(d.Raw(h.Get("In-Reply-To"), "In-Reply-To")), "In-Reply-To")
 	}
 	if _, refs := threading.ReplyHeaders("", th.References, ""); len(refs) > 0 {
 		for i := range refs {
-			refs[i] = c(mime.OneLine(d.Raw([]byte(refs[i]), "References")), "References")
+			refs[i] = b.clean(mime.OneLine(d.Raw([]byte(refs[i]), "References")), "References")
 		}
 		raw["references"] = refs
 	}
-	if h.Has("Subject") {
-		raw["subject"] = subject
-	}
-	if h.Has("Date") {
-		raw["date"] = rawDate
-	}
+}
+
+// rawAddresses reports from, to, cc and reply_to as "Name <addr>" strings;
+// a list with no address keeps its text ("undisclosed-recipients:;").
+func (b *builder) rawAddresses(raw map[string]any, addrs addressFields) {
 	for _, f := range []struct {
 		key  string
 		list []mime.Address
-	}{{"from", from}, {"to", to}, {"cc", cc}, {"reply_to", replyTo}} {
+	}{{"from", addrs.from}, {"to", addrs.to}, {"cc", addrs.cc}, {"reply_to", addrs.replyTo}} {
 		hk := map[string]string{"from": "From", "to": "To", "cc": "Cc", "reply_to": "Reply-To"}[f.key]
-		if !h.Has(hk) {
+		if !b.h.Has(hk) {
 			continue
 		}
 		var ss []string
@@ -245,7 +336,7 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 			ss = append(ss, a.String())
 		}
 		if len(ss) == 0 {
-			if v := c(d.Text(joinValues(h.All(hk), ", "), hk), hk); v != "" {
+			if v := b.clean(b.d.Text(joinValues(b.h.All(hk), ", "), hk), hk); v != "" {
 				ss = []string{v} // "undisclosed-recipients:;" and the like
 			}
 		}
@@ -253,24 +344,32 @@ func build(h mime.Header, d *mime.Decoder, col *mime.Body, drafts []mime.Artifac
 			raw[f.key] = ss
 		}
 	}
+}
+
+// rawFields reports list_id, auto_submitted, precedence, x_mailer and the
+// top-level content_type, decoded, when the header has them.
+func (b *builder) rawFields(raw map[string]any) {
 	for _, f := range []struct{ key, mimeHeader string }{
 		{"list_id", "List-Id"}, {"auto_submitted", "Auto-Submitted"}, {"precedence", "Precedence"},
 		{"x_mailer", "X-Mailer"}, {"content_type", "Content-Type"},
 	} {
-		if h.Has(f.mimeHeader) {
-			raw[f.key] = c(d.Text(h.Get(f.mimeHeader), f.mimeHeader), f.mimeHeader)
+		if b.h.Has(f.mimeHeader) {
+			raw[f.key] = b.clean(b.d.Text(b.h.Get(f.mimeHeader), f.mimeHeader), f.mimeHeader)
 		}
 	}
-	m.Metadata.ProviderRaw = raw
+}
 
+// finish references the raw message (when the caller stored it) and
+// writes the notes, all of them now, to parse_error.
+func (b *builder) finish(rawObj dropzone.Object) {
+	x := &b.m.Metadata.Extra
 	if rawObj.ID != "" {
 		x.Raw = &schema.Artifact{
 			ID: rawObj.ID, Name: "message.eml", Type: schema.ArtifactDocument,
 			MimeType: "message/rfc822", Size: rawObj.Size, Path: rawObj.Path,
 		}
 	}
-	x.ParseError = schema.Text(n.String())
-	return m
+	x.ParseError = schema.Text(b.n.String())
 }
 
 // sender makes the From participant (from is the Sender when From has no

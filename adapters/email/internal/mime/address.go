@@ -122,18 +122,51 @@ func (d *Decoder) parseAddress(item, what string) (Address, bool) {
 		name := d.Text([]byte(m[2]), what)
 		return Address{Name: name, Addr: OneLine(addr)}, true
 	}
+	mb := scanMailbox(item)
+	name := strings.TrimSpace(mb.text)
+	addr := mb.addr
+	if mb.hasAddr {
+		addr = cleanAddr(addr)
+	} else {
+		addr, name = bareAddress(name, mb.comment, mb.quoted)
+	}
+	name = d.Text([]byte(name), what)
+	name = strings.Trim(name, ` "'`)
+	if addr == "" && name == "" {
+		return Address{}, false
+	}
+	if !isASCII([]byte(addr)) {
+		addr = d.Raw([]byte(addr), what)
+	}
+	addr = OneLine(addr)
+	if strings.EqualFold(name, addr) {
+		name = ""
+	}
+	return Address{Name: name, Addr: addr}, true
+}
+
+// mailbox is one item of an address list, split by scanMailbox.
+type mailbox struct {
+	text    string // the item without its comments and angle address, quotes resolved
+	comment string // the first comment, without its parentheses
+	addr    string // what is between the angle brackets
+	hasAddr bool   // the item has angle brackets
+	quoted  bool   // the item has a quoted string
+}
+
+// scanMailbox splits an address list item into its text, its first
+// comment and its angle address. Unclosed quotes, comments and angle
+// brackets end at the end of the item.
+func scanMailbox(item string) mailbox {
 	var (
-		text    strings.Builder // the item without comments and angle addr
-		comment string
-		addr    string
-		hasAddr bool
-		quoted  bool
+		mb   mailbox
+		text strings.Builder
 	)
 	for i := 0; i < len(item); i++ {
 		c := item[i]
 		switch c {
 		case '"':
-			quoted = true
+			mb.quoted = true
 			j := i + 1
 			for ; j < len(item); j++ {
 				if item[j] == '\\' && j+1 < len(item) {
@@ -158,8 +191,8 @@ func (d *Decoder) parseAddress(item, what string) (Address, bool) {
 					depth--
 				}
 			}
-			if comment == "" {
-				comment = strings.TrimSuffix(item[i+1:min(j, len(item))], ")")
+			if mb.comment == "" {
+				mb.comment = strings.TrimSuffix(item[i+1:min(j, len(item))], ")")
 			}
 			text.WriteByte(' ')
 			i = j - 1
@@ -168,50 +201,42 @@ func (d *Decoder) parseAddress(item, what string) (Address, bool) {
 			if j < 0 {
 				j = len(item) - i
 			}
-			addr = item[i+1 : i+j]
-			hasAddr = true
+			mb.addr = item[i+1 : i+j]
+			mb.hasAddr = true
 			i += j
 		default:
 			text.WriteByte(c)
 		}
 	}
-	name := strings.TrimSpace(text.String())
-	if hasAddr {
-		addr = cleanAddr(addr)
-	} else {
-		// No angle brackets: the word with an '@' is the address; a lone
-		// word without spaces is an address too (a local one, as "root").
-		words := strings.Fields(name)
-		at := -1
-		for i, w := range words {
-			if strings.Contains(w, "@") {
-				at = i
-			}
-		}
-		switch {
-		case at >= 0:
-			addr = cleanAddr(words[at])
-			name = strings.Join(append(words[:at:at], words[at+1:]...), " ")
-		case len(words) == 1 && !quoted:
-			addr, name = cleanAddr(words[0]), ""
-		}
-		if name == "" && comment != "" && addr != "" {
-			name = comment
+	mb.text = text.String()
+	return mb
+}
+
+// bareAddress finds the address of a mailbox written without angle
+// brackets: the word with an '@' (the other words are the name), or a lone
+// word without spaces, unquoted (a local address, as "root"). A comment
+// names an address that has no other name ("a@x (Ann)"). It returns the
+// address ("" when there is none) and the name.
+func bareAddress(name, comment string, quoted bool) (string, string) {
+	var addr string
+	words := strings.Fields(name)
+	at := -1
+	for i, w := range words {
+		if strings.Contains(w, "@") {
+			at = i
 		}
 	}
-	name = d.Text([]byte(name), what)
-	name = strings.Trim(name, ` "'`)
-	if addr == "" && name == "" {
-		return Address{}, false
+	switch {
+	case at >= 0:
+		addr = cleanAddr(words[at])
+		name = strings.Join(append(words[:at:at], words[at+1:]...), " ")
+	case len(words) == 1 && !quoted:
+		addr, name = cleanAddr(words[0]), ""
 	}
-	if !isASCII([]byte(addr)) {
-		addr = d.Raw([]byte(addr), what)
+	if name == "" && comment != "" && addr != "" {
+		name = comment
 	}
-	addr = OneLine(addr)
-	if strings.EqualFold(name, addr) {
-		name = ""
-	}
-	return Address{Name: name, Addr: addr}, true
+	return addr, name
 }
 
 // cleanAddr trims an addr-spec: white space and quotes around it, a

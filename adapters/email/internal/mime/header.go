@@ -71,56 +71,68 @@ func (h Header) All(key string) [][]byte {
 // It returns the fields and the bytes it read that belong to the body, which
 // the caller reads before the rest of br.
 func readHeader(br *bufio.Reader, top bool, what string, n *Notes) (Header, []byte) {
-	var (
-		lines    [][]byte
-		budget   = MaxHeaderBytes
-		dropped  int
-		leftover []byte
-	)
-	for {
-		if budget <= 0 {
-			// Over the limit: skip what still looks like header.
-			line, err := readLine(br, 1<<10)
-			if len(line) == 0 {
-				break
-			}
-			l := trimEOL(line)
-			if len(l) == 0 {
-				break
-			}
-			if l[0] == ' ' || l[0] == '\t' {
-				continue
-			}
-			if _, _, ok := splitField(l); ok {
-				dropped++
-				continue
-			}
-			// Not header: the body starts here. A line longer than the
-			// peek is cut: it was past a megabyte of header anyway.
-			leftover = append(leftover, line...)
-			if err != nil {
-				break
-			}
-			break
-		}
+	lines, leftover := readHeaderLines(br, what, n)
+	h, rest := parseHeaderLines(lines, top, what, n)
+	return h, append(leftover, rest...)
+}
+
+// readHeaderLines reads the lines of a header block up to the blank line
+// that ends it (not returned), keeping MaxHeaderBytes of them; past that,
+// skipOverLimit drops the rest of the header, noted, and returns the line
+// that starts the body, if it read one.
+func readHeaderLines(br *bufio.Reader, what string, n *Notes) (lines [][]byte, leftover []byte) {
+	budget := MaxHeaderBytes
+	for budget > 0 {
 		line, err := readLine(br, budget)
 		budget -= len(line)
 		if len(line) > 0 {
 			if len(trimEOL(line)) == 0 {
-				break // the blank line
+				return lines, nil // the blank line
 			}
 			lines = append(lines, line)
 		}
 		if err != nil {
-			break
+			return lines, nil
 		}
 	}
+	dropped, leftover := skipOverLimit(br)
 	if dropped > 0 {
 		n.Addf("%s: over %d bytes: %d fields dropped", what, MaxHeaderBytes, dropped)
 	}
+	return lines, leftover
+}
 
+// skipOverLimit reads and drops what still looks like header (fields,
+// counted, and their continuation lines) up to the blank line. The first
+// line that is not header is returned: the body starts there. A line
+// longer than the peek is cut: it was past a megabyte of header anyway.
+func skipOverLimit(br *bufio.Reader) (dropped int, leftover []byte) {
+	for {
+		line, _ := readLine(br, 1<<10)
+		if len(line) == 0 {
+			return dropped, nil
+		}
+		l := trimEOL(line)
+		if len(l) == 0 {
+			return dropped, nil
+		}
+		if l[0] == ' ' || l[0] == '\t' {
+			continue
+		}
+		if _, _, ok := splitField(l); ok {
+			dropped++
+			continue
+		}
+		return dropped, line
+	}
+}
+
+// parseHeaderLines makes the fields of a header block's lines, as
+// readHeader says. When the body starts before the last line, it returns
+// the lines from there too.
+func parseHeaderLines(lines [][]byte, top bool, what string, n *Notes) (Header, []byte) {
 	var h Header
-	cur := -1
+	cur := -1 // the field that continuation lines extend
 	start := 0
 	if top && len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("From ")) {
 		start = 1
@@ -128,18 +140,7 @@ func readHeader(br *bufio.Reader, top bool, what string, n *Notes) (Header, []by
 	for i := start; i < len(lines); i++ {
 		l := trimEOL(lines[i])
 		if l[0] == ' ' || l[0] == '\t' {
-			if cur < 0 {
-				// Indented first line: a field all the same, if it is one.
-				if key, value, ok := splitField(bytes.TrimLeft(l, " \t")); ok {
-					n.Addf("%s: indented first field", what)
-					h = append(h, headerField{key: key, value: appendFolded(nil, value)})
-					cur = len(h) - 1
-					continue
-				}
-				n.Addf("%s: continuation line before the first field skipped", what)
-				continue
-			}
-			h[cur].value = appendFolded(h[cur].value, l)
+			h, cur = continueField(h, cur, l, what, n)
 			continue
 		}
 		if key, value, ok := splitField(l); ok {
@@ -156,31 +157,53 @@ func readHeader(br *bufio.Reader, top bool, what string, n *Notes) (Header, []by
 			continue
 		}
 		if i+1 < len(lines) && isFieldLine(trimEOL(lines[i+1])) {
-			// More fields follow: a broken line inside the header. It
-			// continues the field before it when that one is a list
-			// cut after a separator or the line is a parameter
-			// ("name=value"), as when folding lost its indent; else it is
-			// dropped, as mime4j does.
-			switch {
-			case cur >= 0 && (bytes.HasSuffix(h[cur].value, []byte(";")) || bytes.HasSuffix(h[cur].value, []byte(",")) ||
-				bytes.IndexByte(l, '=') > 0):
-				n.Addf("%s: line without a field name joined to %s", what, h[cur].key)
-				h[cur].value = appendFolded(h[cur].value, l)
-			default:
-				n.Addf("%s: malformed line %s skipped", what, QuoteShort(string(l)))
-			}
+			strayLine(h, cur, l, what, n)
 			continue
 		}
 		// The body starts here.
 		if len(h) > 0 {
 			n.Addf("%s: no blank line between header and body", what)
 		}
+		var body []byte
 		for _, rest := range lines[i:] {
-			leftover = append(leftover, rest...)
+			body = append(body, rest...)
 		}
-		break
+		return h, body
 	}
-	return h, leftover
+	return h, nil
+}
+
+// continueField appends an indented line to the field cur. Before the
+// first field, the line is read as a field if it is one, else skipped;
+// both are noted. It returns the fields and the field now current.
+func continueField(h Header, cur int, l []byte, what string, n *Notes) (Header, int) {
+	if cur >= 0 {
+		h[cur].value = appendFolded(h[cur].value, l)
+		return h, cur
+	}
+	if key, value, ok := splitField(bytes.TrimLeft(l, " \t")); ok {
+		n.Addf("%s: indented first field", what)
+		h = append(h, headerField{key: key, value: appendFolded(nil, value)})
+		return h, len(h) - 1
+	}
+	n.Addf("%s: continuation line before the first field skipped", what)
+	return h, cur
+}
+
+// strayLine handles a line that is neither a field nor a continuation,
+// with more fields after it: a broken line inside the header. It continues
+// the field cur when that one is a list cut after a separator or the line
+// is a parameter ("name=value"), as when folding lost its indent; else it
+// is dropped, as mime4j does. Both are noted.
+func strayLine(h Header, cur int, l []byte, what string, n *Notes) {
+	switch {
+	case cur >= 0 && (bytes.HasSuffix(h[cur].value, []byte(";")) || bytes.HasSuffix(h[cur].value, []byte(",")) ||
+		bytes.IndexByte(l, '=') > 0):
+		n.Addf("%s: line without a field name joined to %s", what, h[cur].key)
+		h[cur].value = appendFolded(h[cur].value, l)
+	default:
+		n.Addf("%s: malformed line %s skipped", what, QuoteShort(string(l)))
+	}
 }
 
 // readLine reads one line, its line end included. Bytes past max are read

@@ -43,16 +43,36 @@ func parseMediaType(v []byte) mediaType {
 	if i := strings.IndexAny(m.value, " \t("); i >= 0 {
 		m.value = m.value[:i]
 	}
-	type piece struct {
-		index    int
-		value    []byte
-		extended bool
+	pieces, order := scanParams(s[semi:])
+	if len(order) == 0 {
+		return m
 	}
+	m.params = make(map[string]param, len(order))
+	for _, name := range order {
+		m.params[name] = joinParam(pieces[name])
+	}
+	return m
+}
+
+// paramPiece is one "name=value" of a parameter, which RFC 2231 may
+// continue over several (name*0, name*1, ...) and extend with a charset
+// and percent escapes (name*, name*0*).
+type paramPiece struct {
+	index    int // the continuation number; -1 for none
+	value    []byte
+	extended bool
+}
+
+// scanParams splits the parameters that follow a media type's value
+// ("; name=value; ...") into pieces by name (lowercased), in the order the
+// names first appear. A parameter that does not parse is skipped;
+// unquoted values may hold anything but ';', quoted values may miss their
+// closing quote.
+func scanParams(rest string) (map[string][]paramPiece, []string) {
 	var (
-		pieces = map[string][]piece{}
+		pieces = map[string][]paramPiece{}
 		order  []string
 	)
-	rest := s[semi:]
 	for len(rest) > 0 {
 		rest = strings.TrimLeft(rest, "; \t")
 		if rest == "" {
@@ -81,19 +101,9 @@ func parseMediaType(v []byte) mediaType {
 		if name == "" {
 			continue
 		}
-		p := piece{index: -1}
-		if star := strings.IndexByte(name, '*'); star >= 0 {
-			suffix := name[star+1:]
-			name = name[:star]
-			p.extended = strings.HasSuffix(suffix, "*") || suffix == ""
-			num := strings.TrimSuffix(suffix, "*")
-			if num != "" {
-				k, err := strconv.Atoi(num)
-				if err != nil || k < 0 || k > 1000 {
-					continue
-				}
-				p.index = k
-			}
+		name, p, ok := paramName(name)
+		if !ok {
+			continue
 		}
 		p.value = []byte(value)
 		if _, ok := pieces[name]; !ok {
@@ -101,67 +111,91 @@ func parseMediaType(v []byte) mediaType {
 		}
 		pieces[name] = append(pieces[name], p)
 	}
-	if len(order) == 0 {
-		return m
+	return pieces, order
+}
+
+// paramName splits an RFC 2231 parameter name: "name", "name*" (extended),
+// "name*0" (continued), "name*0*" (both). ok is false when the
+// continuation number is not one from 0 to 1000.
+func paramName(name string) (base string, p paramPiece, ok bool) {
+	p = paramPiece{index: -1}
+	star := strings.IndexByte(name, '*')
+	if star < 0 {
+		return name, p, true
 	}
-	m.params = make(map[string]param, len(order))
-	for _, name := range order {
-		ps := pieces[name]
-		// An extended or continued form wins over a plain one (RFC 2231
-		// §4: senders add the plain one for old readers).
-		var plain *piece
-		var parts []piece
-		for i := range ps {
-			switch {
-			case ps[i].index < 0 && !ps[i].extended:
-				if plain == nil {
-					plain = &ps[i]
-				}
-			case ps[i].index < 0:
-				parts = append(parts[:0], piece{index: 0, value: ps[i].value, extended: true})
-			default:
-				parts = append(parts, ps[i])
-			}
+	suffix := name[star+1:]
+	p.extended = strings.HasSuffix(suffix, "*") || suffix == ""
+	if num := strings.TrimSuffix(suffix, "*"); num != "" {
+		k, err := strconv.Atoi(num)
+		if err != nil || k < 0 || k > 1000 {
+			return "", p, false
 		}
-		if len(parts) == 0 {
-			m.params[name] = param{raw: plain.value}
+		p.index = k
+	}
+	return name[:star], p, true
+}
+
+// joinParam makes one parameter of its pieces. An extended or continued
+// form wins over a plain one (RFC 2231 §4: senders add the plain one for
+// old readers); of plain ones, the first wins.
+func joinParam(ps []paramPiece) param {
+	var plain *paramPiece
+	var parts []paramPiece
+	for i := range ps {
+		switch {
+		case ps[i].index < 0 && !ps[i].extended:
+			if plain == nil {
+				plain = &ps[i]
+			}
+		case ps[i].index < 0:
+			parts = append(parts[:0], paramPiece{index: 0, value: ps[i].value, extended: true})
+		default:
+			parts = append(parts, ps[i])
+		}
+	}
+	if len(parts) == 0 {
+		return param{raw: plain.value}
+	}
+	return joinContinuations(parts)
+}
+
+// joinContinuations joins the pieces of a continued or extended parameter
+// in the order of their numbers, whatever order they came in (the first of
+// duplicates wins). Extended pieces are percent-decoded; the first names
+// the value's charset ("charset'language'value").
+func joinContinuations(parts []paramPiece) param {
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].index < parts[j].index })
+	var (
+		out     []byte
+		charset string
+		ext     bool
+		seen    = map[int]bool{}
+	)
+	for i, p := range parts {
+		if seen[p.index] {
 			continue
 		}
-		sort.SliceStable(parts, func(i, j int) bool { return parts[i].index < parts[j].index })
-		var (
-			out     []byte
-			charset string
-			ext     bool
-			seen    = map[int]bool{}
-		)
-		for i, p := range parts {
-			if seen[p.index] {
-				continue
-			}
-			seen[p.index] = true
-			v := p.value
-			if p.extended {
-				ext = true
-				if i == 0 {
-					// charset'language'value
-					if a := strings.IndexByte(string(v), '\''); a >= 0 {
-						if b := strings.IndexByte(string(v[a+1:]), '\''); b >= 0 {
-							charset = charsetLabel(string(v[:a]))
-							v = v[a+1+b+1:]
-						}
+		seen[p.index] = true
+		v := p.value
+		if p.extended {
+			ext = true
+			if i == 0 {
+				// charset'language'value
+				if a := strings.IndexByte(string(v), '\''); a >= 0 {
+					if b := strings.IndexByte(string(v[a+1:]), '\''); b >= 0 {
+						charset = charsetLabel(string(v[:a]))
+						v = v[a+1+b+1:]
 					}
 				}
-				v = percentDecode(v)
 			}
-			out = append(out, v...)
+			v = percentDecode(v)
 		}
-		if !ext {
-			m.params[name] = param{raw: out}
-			continue
-		}
-		m.params[name] = param{raw: out, charset: charset, extended: true}
+		out = append(out, v...)
 	}
-	return m
+	if !ext {
+		return param{raw: out}
+	}
+	return param{raw: out, charset: charset, extended: true}
 }
 
 // unquote reads a quoted string at the start of s and returns its content

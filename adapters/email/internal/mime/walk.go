@@ -195,7 +195,8 @@ func (w *mimeWalker) forward(obj dropzone.Object, c entityPos, col *Body, depth 
 	return nil
 }
 
-// multipart walks the parts of a multipart entity.
+// multipart walks the parts of a multipart entity. One without a usable
+// boundary, or whose boundary is nowhere in the body, is read as text.
 func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c entityPos, col *Body, depth int) error {
 	what := c.what()
 	boundary := ct.get("boundary")
@@ -208,39 +209,49 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 		w.notes.Addf("%s: %s without a boundary parameter: used %s found in the body", what, media, QuoteShort(boundary))
 	}
 	sub := strings.TrimPrefix(media, "multipart/")
-	start := strings.Trim(strings.TrimSpace(ct.get("start")), "<>")
-	// Without start, the root of multipart/related is its first part, or,
-	// when a type parameter names the root's type, the first part of that
-	// type (RFC 2387 §3.1; MHTML puts images before the HTML).
-	relType := strings.ToLower(strings.TrimSpace(ct.get("type")))
-	rootFound := false
 	mr := newMultipartReader(body, boundary)
+	alts, err := w.walkParts(mr, ct, sub, c, col, depth)
+	if err != nil {
+		return err
+	}
+	if sub == "alternative" {
+		if ch := chooseAlternatives(alts); ch.text != nil || ch.html != nil {
+			col.segs = append(col.segs, segment{alt: &ch})
+		}
+	}
+	switch {
+	case mr.NoDelimiter:
+		w.notes.Addf("%s: boundary %s of %s not found: body read as text", what, QuoteShort(boundary), media)
+		return w.text("text/plain", "", "", bufio.NewReader(bytes.NewReader(mr.Preamble)), c, col)
+	case mr.Truncated:
+		w.notes.Addf("%s: %s ends without its final boundary", what, media)
+	}
+	return nil
+}
+
+// walkParts walks each part of mr, the parts of the multipart/sub at c, into
+// col; in a multipart/alternative, each into a Body of its own, returned
+// in order for chooseAlternatives.
+func (w *mimeWalker) walkParts(mr *multipartReader, ct mediaType, sub string, c entityPos, col *Body, depth int) ([]*Body, error) {
+	root := relatedRoot{
+		start:   strings.Trim(strings.TrimSpace(ct.get("start")), "<>"),
+		relType: strings.ToLower(strings.TrimSpace(ct.get("type"))),
+	}
 	var alts []*Body
 	index := 0
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
-			break
+			return alts, nil
 		}
 		if err != nil {
-			return w.ioError(err)
+			return nil, w.ioError(err)
 		}
 		index++
-		if w.parts >= MaxParts {
-			if !w.tooMany {
-				w.notes.Addf("message has more than %d parts: the rest skipped", MaxParts)
-				w.tooMany = true
-			}
+		if !w.countPart() {
 			continue
 		}
-		w.parts++
-		cc := entityPos{path: strconv.Itoa(index), defaultType: "text/plain", charset: c.charset}
-		if cs := ct.get("charset"); cs != "" {
-			cc.charset = cs // not standard on a multipart, but senders mean it
-		}
-		if c.path != "" {
-			cc.path = c.path + "." + cc.path
-		}
+		cc := childPos(c, ct, index)
 		mark := len(w.pooled)
 		pbr := w.reader(p)
 		ph, left := readHeader(pbr, false, cc.what()+" header", w.notes)
@@ -256,14 +267,7 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 			cc.defaultType = "message/rfc822"
 		case "related":
 			cc.related = true
-			if start == "" && relType != "" {
-				cc.root = !rootFound && parseMediaType(ph.Get("Content-Type")).value == relType
-				rootFound = rootFound || cc.root
-			} else if start == "" {
-				cc.root = index == 1
-			} else {
-				cc.root = strings.Trim(strings.TrimSpace(string(ph.Get("Content-Id"))), "<>") == start
-			}
+			cc.root = root.is(index, ph)
 		}
 		target := col
 		if sub == "alternative" {
@@ -273,35 +277,77 @@ func (w *mimeWalker) multipart(ct mediaType, media string, body *bufio.Reader, c
 		err = w.walk(ph, pb, cc, target, depth+1)
 		w.releaseFrom(mark) // the part is done with: its readers are free
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if sub == "alternative" {
-		// The last alternative that has each form is the best one (RFC
-		// 2046 §5.1.4): take the text from one and the HTML from one.
-		var ch altChoice
-		for i := len(alts) - 1; i >= 0 && ch.text == nil; i-- {
-			if alts[i].hasText() {
-				ch.text = alts[i]
-			}
+}
+
+// countPart counts a part against MaxParts and reports whether it is
+// read; past the limit the rest are skipped, noted once.
+func (w *mimeWalker) countPart() bool {
+	if w.parts >= MaxParts {
+		if !w.tooMany {
+			w.notes.Addf("message has more than %d parts: the rest skipped", MaxParts)
+			w.tooMany = true
 		}
-		for i := len(alts) - 1; i >= 0 && ch.html == nil; i-- {
-			if alts[i].hasHTML() {
-				ch.html = alts[i]
-			}
-		}
-		if ch.text != nil || ch.html != nil {
-			col.segs = append(col.segs, segment{alt: &ch})
-		}
+		return false
 	}
+	w.parts++
+	return true
+}
+
+// childPos is the position of part index (1-based) of the multipart ct at
+// c. A charset named on the multipart, or on an enclosing one, is passed
+// down for text parts that name none.
+func childPos(c entityPos, ct mediaType, index int) entityPos {
+	cc := entityPos{path: strconv.Itoa(index), defaultType: "text/plain", charset: c.charset}
+	if cs := ct.get("charset"); cs != "" {
+		cc.charset = cs // not standard on a multipart, but senders mean it
+	}
+	if c.path != "" {
+		cc.path = c.path + "." + cc.path
+	}
+	return cc
+}
+
+// relatedRoot finds the root of a multipart/related: the part whose
+// Content-ID is the start parameter; without start, the first part, or,
+// when a type parameter names the root's type, the first part of that
+// type (RFC 2387 §3.1; MHTML puts images before the HTML).
+type relatedRoot struct {
+	start, relType string
+	found          bool // the part of relType was found
+}
+
+// is reports whether part index (1-based), of header ph, is the root.
+func (r *relatedRoot) is(index int, ph Header) bool {
 	switch {
-	case mr.NoDelimiter:
-		w.notes.Addf("%s: boundary %s of %s not found: body read as text", what, QuoteShort(boundary), media)
-		return w.text("text/plain", "", "", bufio.NewReader(bytes.NewReader(mr.Preamble)), c, col)
-	case mr.Truncated:
-		w.notes.Addf("%s: %s ends without its final boundary", what, media)
+	case r.start == "" && r.relType != "":
+		root := !r.found && parseMediaType(ph.Get("Content-Type")).value == r.relType
+		r.found = r.found || root
+		return root
+	case r.start == "":
+		return index == 1
 	}
-	return nil
+	return strings.Trim(strings.TrimSpace(string(ph.Get("Content-Id"))), "<>") == r.start
+}
+
+// chooseAlternatives takes the text from the last alternative that has
+// text and the HTML from the last one that has HTML: the last is the best
+// (RFC 2046 §5.1.4).
+func chooseAlternatives(alts []*Body) altChoice {
+	var ch altChoice
+	for i := len(alts) - 1; i >= 0 && ch.text == nil; i-- {
+		if alts[i].hasText() {
+			ch.text = alts[i]
+		}
+	}
+	for i := len(alts) - 1; i >= 0 && ch.html == nil; i-- {
+		if alts[i].hasHTML() {
+			ch.html = alts[i]
+		}
+	}
+	return ch
 }
 
 // sniffBoundary finds a boundary in a multipart body that names none: the
