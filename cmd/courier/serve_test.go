@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -348,9 +350,10 @@ func requireInFlight(t *testing.T, ws, id string, kill int) {
 	}
 }
 
-// Kill -9 the service at random instants while mail pours into its
-// receiver from senders that retry like any MTA: at the end every message
-// is in the mailbox exactly once.
+// Kill -9 the service three times while mail pours into its receiver
+// from eight senders that retry like any MTA, each kill with a transaction
+// open in DATA and mail still to come: at the end every message, the ones
+// cut off by a kill included, is in the mailbox exactly once.
 func TestCrashDuringIngest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the service")
@@ -358,9 +361,23 @@ func TestCrashDuringIngest(t *testing.T) {
 	ws := newWorkspace(t)
 	recv, web := freeAddr(t), freeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, recv))
-	const n = 200
+	const n, kills = 200, 3
 	s := startServe(t, ws, web)
 	var wg sync.WaitGroup
+	var accepted, cut atomic.Int32 // messages answered 250; transactions a kill broke
+	send := func(msgID, subject string) {
+		for {
+			err := sendMail(recv, "ann@example.com", "agent@example.com", msgID, subject, "body")
+			if err == nil {
+				accepted.Add(1)
+				return
+			}
+			if oe := (*net.OpError)(nil); !errors.As(err, &oe) || oe.Op != "dial" {
+				cut.Add(1)
+			}
+			time.Sleep(30 * time.Millisecond) // deferred: try again, as an MTA does
+		}
+	}
 	work := make(chan int, n)
 	for i := 0; i < n; i++ {
 		work <- i
@@ -371,21 +388,38 @@ func TestCrashDuringIngest(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				for sendMail(recv, "ann@example.com", "agent@example.com", fmt.Sprintf("m%d@example.com", i), fmt.Sprint("message ", i), "body") != nil {
-					time.Sleep(30 * time.Millisecond) // deferred: try again, as an MTA does
-				}
+				send(fmt.Sprintf("m%d@example.com", i), fmt.Sprint("message ", i))
 			}
 		}()
 	}
-	kills := 0
-	for i := 0; i < 3; i++ {
-		time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+	inbound := filepath.Join(ws, ".monoco/mailbox/inbound/email")
+	var held []string // the Message-IDs of the transactions open at the kills
+	for k := 1; k <= kills; k++ {
+		// The k-th kill comes once k quarters of the mail are in...
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%d messages written", k*n/4), func() bool {
+			files, _ := filepath.Glob(filepath.Join(inbound, "*.md"))
+			return len(files) >= k*n/4
+		})
+		// ...and a transaction of the test's own is in its DATA.
+		id := fmt.Sprintf("held%d@example.com", k)
+		c, w := openData(t, recv, "ann@example.com", "agent@example.com", id, fmt.Sprint("held ", k))
 		s.Kill()
-		kills++
+		if accepted.Load() >= n {
+			t.Fatalf("kill %d came after all the mail was in", k)
+		}
+		if err := w.Close(); err == nil {
+			t.Fatalf("kill %d: the transaction open in DATA was answered after the kill", k)
+		}
+		c.Close()
+		held = append(held, id)
 		s = startServe(t, ws, web)
+	}
+	for k, id := range held {
+		send(id, fmt.Sprint("held ", k+1))
 	}
 	wg.Wait()
 	s.Stop(t)
+	t.Logf("%d messages, %d kills, each cutting a transaction in DATA; %d more sender transactions cut", n, kills, cut.Load())
 	files, _ := os.ReadDir(filepath.Join(ws, ".monoco/mailbox/inbound/email"))
 	seen := map[string]int{}
 	for _, f := range files {
@@ -404,13 +438,41 @@ func TestCrashDuringIngest(t *testing.T) {
 			t.Errorf("message %d written %d times", i, c)
 		}
 	}
-	if len(files) != n {
-		t.Errorf("%d files, want %d", len(files), n)
+	for _, id := range held {
+		if c := seen["<"+id+">"]; c != 1 {
+			t.Errorf("%s, cut off by a kill, written %d times", id, c)
+		}
 	}
-	if ids := countIDs(t, ws); len(ids) != n {
-		t.Errorf("index lists %d, want %d", len(ids), n)
+	if len(files) != n+kills {
+		t.Errorf("%d files, want %d", len(files), n+kills)
 	}
-	t.Logf("%d messages, %d kills", n, kills)
+	if ids := countIDs(t, ws); len(ids) != n+kills {
+		t.Errorf("index lists %d, want %d", len(ids), n+kills)
+	}
+}
+
+// openData starts a mail transaction on the SMTP server at addr and writes
+// its message, all but the final ".": closing w sends that and reads the
+// reply.
+func openData(t *testing.T, addr, from, to, msgID, subject string) (*smtp.Client, io.WriteCloser) {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail(from); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt(to); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(w, "From: %s\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s>\r\nDate: %s\r\n\r\nbody\r\n",
+		from, to, subject, msgID, time.Now().Format(time.RFC1123Z))
+	return c, w
 }
 
 // doctor says what works and, precisely, what to fix.
