@@ -1,20 +1,3 @@
-// Package adapters holds the contracts between Courier's core and its
-// provider adapters, and nothing else: the interfaces are here so that the
-// core (ingest, outbound) and the adapters (adapters/email, adapters/lark,
-// adapters/slack) depend on this leaf package and never on each other.
-//
-// Inbound, a Source normalises what its provider delivers into Events and
-// hands them to a Sink. The Sink's contract: Deliver returns nil only once
-// every event it was given is durable (written, staged for debounce, or
-// recognised as a duplicate) and the events' checkpoints are saved, in that
-// order; a Source therefore moves its own position (IMAP UID, stream
-// offset) only through Event.Checkpoint and never ahead of the files.
-//
-// Outbound, a Sender delivers one queued Draft. Its error says whether to
-// try again: wrap it with Temporary (optionally with a Retry-After) or
-// Permanent. An error that is neither is treated as temporary, as maddy's
-// exterrors.IsTemporaryOrUnspec does, because giving up on a message for an
-// unclassified error loses it for good.
 package adapters
 
 import (
@@ -43,6 +26,13 @@ type Event struct {
 	// Self marks a message the bot itself sent; it is dropped, so that
 	// Courier never answers its own echo.
 	Self bool
+	// JoinKnownThread asks the pipeline to put the message in the thread
+	// of its parent (ReplyTo), else of its root (ThreadRoot), when the
+	// mailbox knows them and their thread differs from the message's own,
+	// making that thread the message's session. For providers whose thread
+	// keys come from headers that may be missing or start mid-thread
+	// (email: seed 003 alone splits such threads).
+	JoinKnownThread bool
 }
 
 // Checkpoint is a Source's position, stored under a key of its own (for
@@ -82,27 +72,73 @@ func (f SourceFunc) Name() string { return f.SourceName }
 // Run calls the function.
 func (f SourceFunc) Run(ctx context.Context, sink Sink) error { return f.Func(ctx, sink) }
 
-// Receipt is what a provider said when it accepted a message.
+// Receipt is what a provider said when it accepted a message. Each field
+// says what it holds; nothing is packed into a string for another package
+// to parse.
 type Receipt struct {
-	// ProviderMessageID is the provider's id of the sent message (email:
-	// the Message-ID; Lark: message_id; Slack: channel and ts).
+	// ProviderMessageID is the provider's own id of the sent message, as
+	// the provider writes it: email the Message-ID, Lark the message_id
+	// (om_...), Slack the ts.
 	ProviderMessageID string
+	// Channel is where the message went, for providers whose message ids
+	// are unique only within a channel (Slack's channel id); empty
+	// otherwise.
+	Channel string
+	// InboundID is the id the message has in Courier's inbound id space
+	// (slack_<channel>_<ts>, lark_<message_id>): a copy of it seen inbound
+	// (Slack's echo, an IMAP Sent folder) is then recognised as our own.
+	// Empty when the draft's InboundID was already known at queue time.
+	InboundID string
 	// Recipients holds per-recipient outcomes where the provider gives
 	// them.
 	Recipients []schema.RecipientResult
 }
 
+// Attempt is one try at delivering a queued draft. The engine makes one
+// per try; what earlier tries achieved travels in it, not in the context.
+type Attempt struct {
+	// Draft is the draft as queued (its IdempotencyKey is the same on
+	// every attempt).
+	Draft *schema.Draft
+	// Accepted are the recipients earlier attempts reached (a PartialError
+	// reported them); a Sender leaves them out this time, so that nobody
+	// gets the message twice.
+	Accepted []schema.RecipientResult
+	// Gate, when set, bounds the duplicates a crash can cause; a Sender
+	// passes through it with EnterCommit.
+	Gate Gate
+}
+
+// EnterCommit waits for the engine's leave to hand the message over for
+// good. A Sender calls it just before that step (the final "." of SMTP
+// DATA, the API call that posts). It returns at once when the attempt has
+// no Gate.
+func (a *Attempt) EnterCommit(ctx context.Context) error {
+	if a.Gate == nil {
+		return nil
+	}
+	return a.Gate.Enter(ctx)
+}
+
+// Gate lets one send at a time past the point of no return, and the next
+// one in only once the first is recorded as sent. A crash can then leave
+// at most one message delivered but not recorded: at most one duplicate
+// per crash, whatever the number of sends in flight.
+type Gate interface {
+	Enter(ctx context.Context) error
+}
+
 // Sender delivers drafts to one provider. Send is called with the same
 // draft (same IdempotencyKey) again after a crash or a temporary error.
 type Sender interface {
-	Send(ctx context.Context, d *schema.Draft) (Receipt, error)
+	Send(ctx context.Context, a *Attempt) (Receipt, error)
 }
 
 // SenderFunc makes a Sender of a function, as http.HandlerFunc does.
-type SenderFunc func(ctx context.Context, d *schema.Draft) (Receipt, error)
+type SenderFunc func(ctx context.Context, a *Attempt) (Receipt, error)
 
 // Send calls f.
-func (f SenderFunc) Send(ctx context.Context, d *schema.Draft) (Receipt, error) { return f(ctx, d) }
+func (f SenderFunc) Send(ctx context.Context, a *Attempt) (Receipt, error) { return f(ctx, a) }
 
 // deliveryError classifies an error as temporary or permanent.
 type deliveryError struct {
@@ -242,8 +278,8 @@ func (t *HealthTracker) Error(err error) {
 
 // PartialError reports a send that reached some recipients and must be
 // tried again for the others (an SMTP 4xx on some RCPT TO). The engine
-// records Accepted and passes them to the next attempt through the context
-// (see Accepted), so that nobody gets the message twice.
+// records Accepted and passes them to the next attempt (Attempt.Accepted),
+// so that nobody gets the message twice.
 type PartialError struct {
 	Accepted []schema.RecipientResult // the recipients that have it now
 	Err      error                    // why the rest did not: Temporary or Permanent
@@ -253,47 +289,3 @@ func (e *PartialError) Error() string { return e.Err.Error() }
 
 // Unwrap gives the classified error.
 func (e *PartialError) Unwrap() error { return e.Err }
-
-type acceptedKey struct{}
-
-// WithAccepted returns a context carrying the recipients earlier attempts
-// reached.
-func WithAccepted(ctx context.Context, accepted []schema.RecipientResult) context.Context {
-	if len(accepted) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, acceptedKey{}, accepted)
-}
-
-// Accepted returns the recipients earlier attempts of this send reached; a
-// Sender leaves them out this time.
-func Accepted(ctx context.Context) []schema.RecipientResult {
-	a, _ := ctx.Value(acceptedKey{}).([]schema.RecipientResult)
-	return a
-}
-
-// Committer bounds the duplicates a crash can cause. A Sender calls
-// EnterCommit just before the step that hands a message over for good (the
-// final "." of SMTP DATA); the engine lets one send at a time past it and
-// lets the next one in only once the first is recorded as sent. A crash can
-// then leave at most one message delivered but not recorded: at most one
-// duplicate per crash, whatever the number of sends in flight.
-type Committer interface {
-	Enter(ctx context.Context) error
-}
-
-type committerKey struct{}
-
-// WithCommitter returns a context carrying c.
-func WithCommitter(ctx context.Context, c Committer) context.Context {
-	return context.WithValue(ctx, committerKey{}, c)
-}
-
-// EnterCommit waits for the engine's leave to hand a message over; it
-// returns at once when the context carries no Committer.
-func EnterCommit(ctx context.Context) error {
-	if c, ok := ctx.Value(committerKey{}).(Committer); ok {
-		return c.Enter(ctx)
-	}
-	return nil
-}

@@ -455,7 +455,7 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 		c.duplicates.Add(1)
 		return nil
 	}
-	if err := p.enrich(ctx, m, w.local); err != nil {
+	if err := p.enrich(ctx, m, ev.JoinKnownThread, w.local); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -657,12 +657,11 @@ func (p *Pipeline) lookup(ctx context.Context, key string, local map[string]*sch
 }
 
 // enrich applies thread and correlation inheritance.
-func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, local map[string]*schema.Message) error {
+func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, joinKnown bool, local map[string]*schema.Message) error {
 	targets := []string{string(m.ReplyTo), m.Metadata.Extra.Edits, m.Metadata.Extra.Recalls, string(m.ThreadRoot)}
-	if m.Provider == schema.Email {
+	if joinKnown {
 		// Join the thread of the parent, else of the root, when the
-		// mailbox knows them: seed 003 alone splits threads whose
-		// References are missing or start mid-thread.
+		// mailbox knows them (Event.JoinKnownThread).
 		for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
 			r, err := p.lookup(ctx, t, local)
 			if err != nil {

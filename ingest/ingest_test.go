@@ -369,7 +369,7 @@ func TestEnrichment(t *testing.T) {
 
 	// A reply to a message Courier sent inherits the draft's correlation id.
 	d := &schema.Draft{ID: "lark_out_00000000000000000000000000000001", Provider: schema.Lark, To: schema.Recipients{"oc_1"},
-		CorrelationID: "task_9", CreatedAt: schema.TimePtr(at), Body: "done?\n",
+		CorrelationID: "task_9", CreatedAt: schema.TimePtr(at), Body: "done?\n", InboundID: "lark_om_sent1", // from the receipt
 		Delivery: &schema.Delivery{Status: schema.DeliverySent, Attempts: 1, SentAt: schema.TimePtr(at), ProviderMessageID: "om_sent1"}}
 	if _, err := mb.Queue(ctx, d); err != nil {
 		t.Fatal(err)
@@ -404,10 +404,12 @@ func TestEmailReroot(t *testing.T) {
 	orphan := testutil.Message(schema.Email, "0000000000000000000d", at.Add(3*time.Minute), "orphan")
 	orphan.Session = schema.Session{ID: "email-thread:z@x", Type: schema.Thread, ThreadKey: "email-thread:z@x"}
 	orphan.ReplyTo, orphan.ThreadRoot = "email_0000000000000000000z", "email_0000000000000000000z"
-	if err := p.Deliver(ctx, adapters.Event{Message: top}, adapters.Event{Message: mid}); err != nil {
+	// The email adapter asks for this (Event.JoinKnownThread).
+	join := func(m *schema.Message) adapters.Event { return adapters.Event{Message: m, JoinKnownThread: true} }
+	if err := p.Deliver(ctx, join(top), join(mid)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Deliver(ctx, adapters.Event{Message: deep}, adapters.Event{Message: orphan}); err != nil {
+	if err := p.Deliver(ctx, join(deep), join(orphan)); err != nil {
 		t.Fatal(err)
 	}
 	m, _, _ := mb.Message(ctx, "email_0000000000000000000c")
@@ -420,6 +422,18 @@ func TestEmailReroot(t *testing.T) {
 	o, _, _ := mb.Message(ctx, "email_0000000000000000000d")
 	if o.Session.ThreadKey != "email-thread:z@x" {
 		t.Errorf("orphan rerooted to %q", o.Session.ThreadKey)
+	}
+	// A provider that does not ask keeps its own thread key, though its
+	// parent is known and in another thread (a chat reply whose parent
+	// is a channel message: moving it would take it out of its thread).
+	own := testutil.Message(schema.Email, "0000000000000000000e", at.Add(4*time.Minute), "own")
+	own.Session = schema.Session{ID: "email-thread:e@x", Type: schema.Thread, ThreadKey: "email-thread:e@x"}
+	own.ReplyTo, own.ThreadRoot = "email_0000000000000000000a", "email_0000000000000000000a"
+	if err := p.Deliver(ctx, adapters.Event{Message: own}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := mb.Message(ctx, own.ID); e.Session.ThreadKey != "email-thread:e@x" {
+		t.Errorf("a message whose provider did not ask joined the thread %q", e.Session.ThreadKey)
 	}
 }
 

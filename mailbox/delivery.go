@@ -165,11 +165,25 @@ func (mb *Mailbox) AddAccepted(ctx context.Context, id string, more []schema.Rec
 	return dbError(err)
 }
 
-// Receipt is what a provider said when it took a draft.
+// Receipt is what a provider said when it took a draft (see
+// adapters.Receipt for what each field holds).
 type Receipt struct {
 	ProviderMessageID string                   `json:"provider_message_id,omitempty"`
+	Channel           string                   `json:"channel,omitempty"`
+	InboundID         string                   `json:"inbound_id,omitempty"`
 	Recipients        []schema.RecipientResult `json:"recipients,omitempty"`
 	At                time.Time                `json:"at"`
+}
+
+// File records the receipt on the draft as its delivery record: the draft
+// is then ready to be filed in archive/. The inbound id the provider gave
+// fills the draft's when the queue did not know it.
+func (r *Receipt) File(d *schema.Draft, attempts int) {
+	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: attempts, SentAt: schema.TimePtr(r.At),
+		ProviderMessageID: r.ProviderMessageID, Channel: r.Channel, Recipients: r.Recipients}
+	if d.InboundID == "" {
+		d.InboundID = r.InboundID
+	}
 }
 
 // MarkAccepted records, at once, that the provider took a draft: a crash

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/monoco/courier/schema"
-	"github.com/monoco/courier/threading"
 )
 
 // Status of a message as agents see it.
@@ -89,25 +88,14 @@ func MessageKeys(m *schema.Message) []string {
 func EventKey(p schema.Provider, eventID string) string { return "event:" + string(p) + ":" + eventID }
 
 // DraftKeys returns the ids, in the inbound id space, of the message a draft
-// becomes once sent, so that its echo (an email we sent showing up in a
-// synced Sent folder, a bot message event) is recognised and not ingested.
+// sends: the draft's InboundID, which its provider fixed when it was queued
+// or when it was delivered. A copy of it seen inbound (an IMAP Sent folder,
+// Slack's echo) is then our own, and a reply to it finds its thread.
 func DraftKeys(d *schema.Draft) []string {
-	var keys []string
-	if d.Provider == schema.Email && d.IdempotencyKey != "" {
-		keys = append(keys, threading.EmailID(d.IdempotencyKey))
+	if d.InboundID == "" {
+		return nil
 	}
-	if d.Delivery != nil && d.Delivery.ProviderMessageID != "" {
-		pm := d.Delivery.ProviderMessageID
-		switch d.Provider {
-		case schema.Lark:
-			keys = append(keys, threading.LarkID(pm))
-		case schema.Slack:
-			if ch, ts, ok := strings.Cut(pm, ":"); ok {
-				keys = append(keys, threading.SlackID(ch, ts))
-			}
-		}
-	}
-	return keys
+	return []string{d.InboundID}
 }
 
 func draftRow(d *schema.Draft, box Box, rel string) row {

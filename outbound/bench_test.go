@@ -48,7 +48,8 @@ func BenchmarkEngine(b *testing.B) {
 	}
 	defer mb.Close()
 	lat := &latencies{n: make(chan struct{}, b.N)}
-	accept := adapters.SenderFunc(func(ctx context.Context, d *schema.Draft) (adapters.Receipt, error) {
+	accept := adapters.SenderFunc(func(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
+		d := at.Draft
 		return adapters.Receipt{ProviderMessageID: d.IdempotencyKey}, nil
 	})
 	eng := outbound.New(mb, &outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Slack: accept}, Observer: lat})

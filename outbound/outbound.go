@@ -520,9 +520,9 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	}
 	tk := &ticket{gate: e.commit}
 	defer tk.Leave()
-	sctx, cancel := context.WithTimeout(adapters.WithCommitter(adapters.WithAccepted(e.sendCtx, accepted), tk), e.opts.SendTimeout)
+	sctx, cancel := context.WithTimeout(e.sendCtx, e.opts.SendTimeout)
 	start := e.opts.Now()
-	rcpt, err := sender.Send(sctx, d)
+	rcpt, err := sender.Send(sctx, &adapters.Attempt{Draft: d, Accepted: accepted, Gate: tk})
 	cancel()
 	var pe *adapters.PartialError
 	if errors.As(err, &pe) && len(pe.Accepted) > 0 {
@@ -543,12 +543,12 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	}
 	now := e.opts.Now()
 	results := append(accepted, rcpt.Recipients...)
-	if err := e.mb.MarkAccepted(ctx, d.ID, mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Recipients: results, At: now}); err != nil {
+	r := mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Channel: rcpt.Channel, InboundID: rcpt.InboundID, Recipients: results, At: now}
+	if err := e.mb.MarkAccepted(ctx, d.ID, r); err != nil {
 		log.Error("outbound: sent, but could not record it", "err", err)
 	}
 	tk.Leave() // recorded: the next send may hand its message over
-	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: attempts, SentAt: schema.TimePtr(now),
-		ProviderMessageID: rcpt.ProviderMessageID, Recipients: results}
+	r.File(d, attempts)
 	rel, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxArchive)
 	if err != nil {
 		// Accepted but not filed: a restart finds it queued and sends it
@@ -581,8 +581,7 @@ func (e *Engine) fileAccepted(ctx context.Context, due mailbox.Due) {
 		log.Error("outbound: cannot read a sent draft", "err", err)
 		return
 	}
-	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: max(due.Attempts, 1), SentAt: schema.TimePtr(r.At),
-		ProviderMessageID: r.ProviderMessageID, Recipients: r.Recipients}
+	r.File(d, max(due.Attempts, 1))
 	if _, err := e.mb.FinishDelivery(ctx, d, due.Path, mailbox.BoxArchive); err != nil {
 		log.Error("outbound: cannot file a sent draft", "err", err)
 		return
@@ -653,7 +652,7 @@ type ticket struct {
 	held atomic.Bool
 }
 
-// Enter implements adapters.Committer.
+// Enter implements adapters.Gate.
 func (t *ticket) Enter(ctx context.Context) error {
 	if t.held.Load() {
 		return nil

@@ -42,7 +42,8 @@ func newRecorder(answer func(d *schema.Draft, n int) (adapters.Receipt, error)) 
 	return &recorder{answer: answer, sent: make(chan string, 1000)}
 }
 
-func (r *recorder) Send(ctx context.Context, d *schema.Draft) (adapters.Receipt, error) {
+func (r *recorder) Send(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
+	d := at.Draft
 	r.mu.Lock()
 	r.calls = append(r.calls, call{d.ID, d.IdempotencyKey, time.Now()})
 	n := 0
@@ -395,11 +396,11 @@ func TestStopWaitsForInflight(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
 	rec := newRecorder(func(d *schema.Draft, n int) (adapters.Receipt, error) { return adapters.Receipt{}, nil })
-	slow := adapters.SenderFunc(func(ctx context.Context, d *schema.Draft) (adapters.Receipt, error) {
+	slow := adapters.SenderFunc(func(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
 		started <- struct{}{}
 		select {
 		case <-release:
-			return rec.Send(ctx, d)
+			return rec.Send(ctx, at)
 		case <-ctx.Done():
 			return adapters.Receipt{}, ctx.Err()
 		}

@@ -112,8 +112,11 @@ type Delivery struct {
 	Attempts          int    `yaml:"attempts" json:"attempts"`
 	SentAt            *Time  `yaml:"sent_at,omitempty" json:"sent_at,omitempty"`
 	ProviderMessageID string `yaml:"provider_message_id,omitempty" json:"provider_message_id,omitempty"`
-	FailedAt          *Time  `yaml:"failed_at,omitempty" json:"failed_at,omitempty"`
-	Reason            Text   `yaml:"reason,omitempty" json:"reason,omitempty"`
+	// Channel is where the message went, for providers whose message ids
+	// are unique only within a channel (Slack).
+	Channel  string `yaml:"channel,omitempty" json:"channel,omitempty"`
+	FailedAt *Time  `yaml:"failed_at,omitempty" json:"failed_at,omitempty"`
+	Reason   Text   `yaml:"reason,omitempty" json:"reason,omitempty"`
 	// Recipients holds per-recipient outcomes where the provider reports
 	// them (SMTP).
 	Recipients []RecipientResult `yaml:"recipients,omitempty" json:"recipients,omitempty"`
@@ -154,6 +157,11 @@ type Draft struct {
 	// the Message-ID of an email, the uuid of a Lark message, the
 	// client_msg_id of a Slack message.
 	IdempotencyKey string `yaml:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
+	// InboundID is the id this message has in the inbound id space when it
+	// is seen coming back (an IMAP copy of mail we sent, Slack's echo of
+	// our post): fixed at queue time when the provider can tell it (email:
+	// from the Message-ID), else from the provider's receipt.
+	InboundID string `yaml:"inbound_id,omitempty" json:"inbound_id,omitempty"`
 	// Email holds the threading headers of an email, fixed at queue time.
 	Email *EmailHeaders `yaml:"email,omitempty" json:"email,omitempty"`
 	// Delivery is set once the draft is delivered or given up on.

@@ -138,8 +138,12 @@ func (s *IMAPSource) Run(ctx context.Context, sink adapters.Sink) error {
 	return nil
 }
 
-// SyncOnce runs one sync pass of every folder and returns (`courier
-// fetch`).
+// FetchOnce implements adapters.Fetcher: one sync pass (`courier fetch`).
+func (s *IMAPSource) FetchOnce(ctx context.Context, sink adapters.Sink) error {
+	return s.SyncOnce(ctx, sink)
+}
+
+// SyncOnce runs one sync pass of every folder and returns.
 func (s *IMAPSource) SyncOnce(ctx context.Context, sink adapters.Sink) error {
 	for _, f := range s.opts.Folders {
 		ic, err := s.connect(ctx)

@@ -187,9 +187,9 @@ func (s *IMAPSource) connect(ctx context.Context) (*imapConn, error) {
 		return fail(fmt.Errorf("imap %s: greeting: %w", srv.addr(), err))
 	}
 	if srv.Auth == "login" || !ic.c.Caps().Has(imap.AuthCap(sasl.Plain)) {
-		err = ic.c.Login(srv.Username, srv.Password).Wait()
+		err = ic.c.Login(srv.Username, srv.Password.Reveal()).Wait()
 	} else {
-		err = ic.c.Authenticate(sasl.NewPlainClient("", srv.Username, srv.Password))
+		err = ic.c.Authenticate(sasl.NewPlainClient("", srv.Username, srv.Password.Reveal()))
 	}
 	if err != nil {
 		var ie *imap.Error

@@ -92,6 +92,20 @@ func (r *Receiver) Name() string {
 	return "email/receiver/smtp"
 }
 
+// Check says whether the receiver's address can be bound: another program
+// may hold the port, or the running service (which doctor tells apart, as
+// the check is a Listen check).
+func (r *Receiver) Check(ctx context.Context) error {
+	if strings.HasPrefix(r.opts.Addr, "unix:") {
+		return nil
+	}
+	ln, err := net.Listen("tcp", r.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %v (another program holds the port, or the service is running)", r.opts.Addr, err)
+	}
+	return ln.Close()
+}
+
 // Addr returns the address the receiver listens on (after Start).
 func (r *Receiver) Addr() string {
 	if r.ln == nil {
@@ -230,7 +244,7 @@ func (s *session) deliver(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := (*sinkp).Deliver(ctx, adapters.Event{Message: m}); err != nil {
+	if err := (*sinkp).Deliver(ctx, adapters.Event{Message: m, JoinKnownThread: true}); err != nil {
 		return tempFail(rc, err)
 	}
 	rc.Event()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
 )
 
@@ -38,8 +39,8 @@ type Server struct {
 	TLS                string // implicit | starttls | none
 	InsecureSkipVerify bool
 	Username           string
-	Password           string
-	Auth               string // plain | login | none
+	Password           config.Secret // revealed only to log in
+	Auth               string        // plain | login | none
 }
 
 func (s Server) addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
@@ -110,7 +111,8 @@ func (s *Sender) account(name string) (*Account, error) {
 // permanent, each recipient on its own: when some recipients accept and
 // others are deferred, the error is an adapters.PartialError and the next
 // attempt goes to the deferred ones only.
-func (s *Sender) Send(ctx context.Context, d *schema.Draft) (adapters.Receipt, error) {
+func (s *Sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
+	d := at.Draft
 	name := ""
 	if d.Email != nil {
 		name = d.Email.Account
@@ -127,7 +129,7 @@ func (s *Sender) Send(ctx context.Context, d *schema.Draft) (adapters.Receipt, e
 	}
 	write := func(w io.Writer) error { _, err := s.compose(w, acct, d); return err }
 	done := map[string]bool{}
-	for _, r := range adapters.Accepted(ctx) {
+	for _, r := range at.Accepted {
 		done[strings.ToLower(r.Address)] = true
 	}
 	var rcpts []string
@@ -141,7 +143,7 @@ func (s *Sender) Send(ctx context.Context, d *schema.Draft) (adapters.Receipt, e
 			done[strings.ToLower(a.Address)] = true // once, even if in To and Cc
 		}
 	}
-	results, err := s.transmit(ctx, acct, from, rcpts, write)
+	results, err := s.transmit(ctx, at, acct, from, rcpts, write)
 	if err != nil {
 		s.Error(err)
 		return adapters.Receipt{}, err
@@ -181,7 +183,7 @@ func (s *Sender) Send(ctx context.Context, d *schema.Draft) (adapters.Receipt, e
 // transmit runs one SMTP transaction and returns a result per recipient.
 // A recipient refused at RCPT keeps its own status; a DATA refusal applies
 // to all.
-func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts []string, write func(io.Writer) error) ([]schema.RecipientResult, error) {
+func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Account, from string, rcpts []string, write func(io.Writer) error) ([]schema.RecipientResult, error) {
 	c, stop, err := dialSMTP(ctx, acct.SMTP, s.opts.Timeout)
 	if err != nil {
 		return nil, err
@@ -208,9 +210,9 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 	if acct.SMTP.Auth != "none" && acct.SMTP.Username != "" {
 		var sc sasl.Client
 		if acct.SMTP.Auth == "login" {
-			sc = sasl.NewLoginClient(acct.SMTP.Username, acct.SMTP.Password)
+			sc = sasl.NewLoginClient(acct.SMTP.Username, acct.SMTP.Password.Reveal())
 		} else {
-			sc = sasl.NewPlainClient("", acct.SMTP.Username, acct.SMTP.Password)
+			sc = sasl.NewPlainClient("", acct.SMTP.Username, acct.SMTP.Password.Reveal())
 		}
 		if err := c.Auth(sc); err != nil {
 			// Credentials are fixed by a person; retrying later is right.
@@ -251,7 +253,7 @@ func (s *Sender) transmit(ctx context.Context, acct *Account, from string, rcpts
 		w.Close()
 		return nil, classify(err, "DATA")
 	}
-	if err := adapters.EnterCommit(ctx); err != nil {
+	if err := at.EnterCommit(ctx); err != nil {
 		return nil, adapters.Temporary(err)
 	}
 	resp, err := w.CloseWithResponse()
@@ -599,9 +601,9 @@ func (a Account) Check(ctx context.Context) error {
 		return err
 	}
 	if a.SMTP.Auth != "none" && a.SMTP.Username != "" {
-		var sc sasl.Client = sasl.NewPlainClient("", a.SMTP.Username, a.SMTP.Password)
+		var sc sasl.Client = sasl.NewPlainClient("", a.SMTP.Username, a.SMTP.Password.Reveal())
 		if a.SMTP.Auth == "login" {
-			sc = sasl.NewLoginClient(a.SMTP.Username, a.SMTP.Password)
+			sc = sasl.NewLoginClient(a.SMTP.Username, a.SMTP.Password.Reveal())
 		}
 		if err := c.Auth(sc); err != nil {
 			return fmt.Errorf("smtp %s: authentication as %s failed: %v (check the account's smtp username and password)", a.SMTP.addr(), a.SMTP.Username, err)

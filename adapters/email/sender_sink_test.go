@@ -70,7 +70,7 @@ func TestSenderSinkReply(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
 	s := sinkSender(sink, nil)
 	d := testDraft()
-	rc, err := s.Send(context.Background(), d)
+	rc, err := s.Send(context.Background(), &adapters.Attempt{Draft: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSenderSinkReply(t *testing.T) {
 	}
 
 	// A resend (after a crash, say) is the same message.
-	if _, err := s.Send(context.Background(), d); err != nil {
+	if _, err := s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
 	msgs = sink.Messages(t)
@@ -164,7 +164,7 @@ func TestSenderSinkAttachments(t *testing.T) {
 		{ID: obj.ID, Name: "report é.pdf", MimeType: "application/pdf", Size: obj.Size},
 		{ID: img.ID, Name: "chart.png", MimeType: "image/png", Inline: true, ContentID: "chart@x"},
 	}
-	if _, err := s.Send(context.Background(), d); err != nil {
+	if _, err := s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
 	sm := sink.Messages(t)[0]
@@ -240,7 +240,7 @@ func TestSenderSinkFailures(t *testing.T) {
 			opts := tc.opts
 			sink := testutil.StartSMTPSink(t, &opts)
 			s := sinkSender(sink, nil)
-			_, err := s.Send(context.Background(), testDraft())
+			_, err := s.Send(context.Background(), &adapters.Attempt{Draft: testDraft()})
 			if err == nil {
 				t.Fatal("Send succeeded")
 			}
@@ -264,7 +264,7 @@ func TestSenderSinkFailures(t *testing.T) {
 			}
 			// The retry, once the peer accepts, goes through once.
 			sink.Restart(t, nil)
-			if _, err := s.Send(context.Background(), testDraft()); err != nil {
+			if _, err := s.Send(context.Background(), &adapters.Attempt{Draft: testDraft()}); err != nil {
 				t.Fatalf("retry: %v", err)
 			}
 			msgs := sink.Messages(t)

@@ -94,7 +94,7 @@ func TestSendMarkdownReply(t *testing.T) {
 	f := startSMTPFake(t)
 	s := newTestSender(t, f, nil)
 	d := testDraft()
-	rc, err := s.Send(context.Background(), d)
+	rc, err := s.Send(context.Background(), &adapters.Attempt{Draft: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestSendAttachmentsAndUrgent(t *testing.T) {
 		{ID: obj.ID, Name: "report é.pdf", MimeType: "application/pdf", Size: obj.Size},
 		{ID: img.ID, Name: "chart.png", MimeType: "image/png", Inline: true, ContentID: "chart@x"},
 	}
-	if _, err := s.Send(context.Background(), d); err != nil {
+	if _, err := s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
 	p := parseSent(t, f.messages()[0].data)
@@ -230,7 +230,7 @@ func TestSendErrors(t *testing.T) {
 			if tc.name == "bad login" {
 				s.opts.Accounts[0].SMTP.Username, s.opts.Accounts[0].SMTP.Password, s.opts.Accounts[0].SMTP.Auth = "agent", "wrong", "plain"
 			}
-			_, err := s.Send(ctx, testDraft())
+			_, err := s.Send(ctx, &adapters.Attempt{Draft: testDraft()})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -246,7 +246,7 @@ func TestSendErrors(t *testing.T) {
 				f.mu.Lock()
 				delete(f.rcptErr, "bob@example.com")
 				f.mu.Unlock()
-				if _, err := s.Send(adapters.WithAccepted(ctx, pe.Accepted), testDraft()); err != nil {
+				if _, err := s.Send(ctx, &adapters.Attempt{Draft: testDraft(), Accepted: pe.Accepted}); err != nil {
 					t.Fatal(err)
 				}
 				msgs := f.messages()
@@ -261,7 +261,7 @@ func TestSendErrors(t *testing.T) {
 		s := newTestSender(t, f, nil)
 		f.ln.Close()
 		f.srv.Close()
-		_, err := s.Send(ctx, testDraft())
+		_, err := s.Send(ctx, &adapters.Attempt{Draft: testDraft()})
 		if err == nil || adapters.IsPermanent(err) {
 			t.Errorf("err = %v, want temporary", err)
 		}
@@ -270,7 +270,7 @@ func TestSendErrors(t *testing.T) {
 		f := startSMTPFake(t)
 		f.user, f.pass = "agent", "s3cret"
 		s := newTestSender(t, f, nil)
-		if _, err := s.Send(ctx, testDraft()); err != nil {
+		if _, err := s.Send(ctx, &adapters.Attempt{Draft: testDraft()}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"github.com/monoco/courier/adapters"
 	"io"
 	"log"
 	"math/big"
@@ -68,7 +69,7 @@ func TestSendTLSModes(t *testing.T) {
 			s := NewSender(SenderOptions{Accounts: []Account{{Name: "work", Addresses: []string{"agent@corp.example"},
 				SMTP: Server{Host: "127.0.0.1", Port: p, TLS: mode, InsecureSkipVerify: true, Username: "agent", Password: "s3cret", Auth: "plain"}}},
 				Timeout: 5 * time.Second})
-			_, err = s.Send(context.Background(), testDraft())
+			_, err = s.Send(context.Background(), &adapters.Attempt{Draft: testDraft()})
 			if mode == "none" {
 				// The server refuses AUTH in clear: so the other modes
 				// really authenticated over TLS.
@@ -85,7 +86,7 @@ func TestSendTLSModes(t *testing.T) {
 			}
 			// Verification on: the self-signed certificate is refused.
 			s.opts.Accounts[0].SMTP.InsecureSkipVerify = false
-			_, err = s.Send(context.Background(), testDraft())
+			_, err = s.Send(context.Background(), &adapters.Attempt{Draft: testDraft()})
 			if err == nil || !strings.Contains(err.Error(), "certificate") {
 				t.Errorf("self-signed certificate accepted without InsecureSkipVerify: %v", err)
 			}

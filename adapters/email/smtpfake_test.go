@@ -10,6 +10,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/monoco/courier/internal/config"
 )
 
 // smtpFake is a recording SMTP server with error knobs, in the manner of
@@ -67,7 +69,7 @@ func (f *smtpFake) server() Server {
 	if f.user != "" {
 		auth = "plain"
 	}
-	return Server{Host: host, Port: p, TLS: "none", Username: f.user, Password: f.pass, Auth: auth}
+	return Server{Host: host, Port: p, TLS: "none", Username: f.user, Password: config.Secret(f.pass), Auth: auth}
 }
 
 func (f *smtpFake) messages() []fakeMsg {

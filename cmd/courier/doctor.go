@@ -117,23 +117,24 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	} else {
 		report("service", nil, "not running (`courier serve` starts it)")
 	}
-	set, err := buildAdapters(cfg, adapterDeps{log: a.logger()})
+	set, err := a.buildProviders(cfg, providerEnv{log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
 		return checks
 	}
-	if len(set.checks) == 0 {
+	provChecks := set.checks()
+	if len(provChecks) == 0 {
 		report("adapters", nil, "none enabled")
 	}
-	for _, c := range set.checks {
-		if c.listen && live {
-			report(c.name, nil, fmt.Sprintf("listening in the running service (pid %d)", rep.PID))
+	for _, c := range provChecks {
+		if c.Listen && live {
+			report(c.Name, nil, fmt.Sprintf("listening in the running service (pid %d)", rep.PID))
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := c.fn(cctx)
+		err := c.Run(cctx)
 		cancel()
-		report(c.name, err, "ok")
+		report(c.Name, err, "ok")
 	}
 	return checks
 }
@@ -157,7 +158,11 @@ func checkLayout(l mailbox.Layout) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing folders %s: run `courier init` to create them", strings.Join(missing, ", "))
 	}
-	for _, d := range []string{l.Tmp(), l.State(), l.Dropzone(), l.Dir(mailbox.BoxInbound, schema.Email)} {
+	writable := []string{l.Tmp(), l.State(), l.Dropzone()}
+	for _, p := range schema.Implemented {
+		writable = append(writable, l.Dir(mailbox.BoxInbound, p))
+	}
+	for _, d := range writable {
 		f, err := os.CreateTemp(d, ".doctor-*")
 		if err != nil {
 			return fmt.Errorf("cannot write in %s as this user (%v): the service must own the workspace (chown -R courier: %s)", l.Rel(d), errors.Unwrap(err), l.Monoco())

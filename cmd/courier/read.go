@@ -182,7 +182,9 @@ func writeMessage(b *bytes.Buffer, e *mailbox.Entry, m *schema.Message) {
 	}
 	field(b, "To", to)
 	field(b, "Cc", parties(m.Participants.Cc))
-	if m.Provider == schema.Email {
+	// A conversation that is its thread (an email thread) has a subject;
+	// a chat's thread lives in a session that has a name and a type.
+	if m.Session.ID != "" && m.Session.ID == string(m.Session.ThreadKey) {
 		field(b, "Subject", m.Session.Name)
 	} else {
 		field(b, "Session", fmt.Sprintf("%s (%s, %s)", m.Session.ID, m.Session.Type, m.Session.Name))

@@ -8,20 +8,18 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/mail"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
-	"github.com/monoco/courier/threading"
 )
 
 // sendFlags are send's options.
@@ -151,7 +149,11 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := a.resolveDraft(ctx, mb, d, src, f.account); err != nil {
+	set, err := a.buildProviders(cfg, providerEnv{})
+	if err != nil {
+		return withCode(exitConfig, err)
+	}
+	if err := a.resolveDraft(ctx, mb, set, d, src, f.account); err != nil {
 		return withFile(err, name)
 	}
 	if err := d.Validate(src); err != nil {
@@ -164,12 +166,6 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	d.Agent = a.agent()
 	d.CreatedAt = schema.TimePtr(time.Now())
 	d.ID = fmt.Sprintf("%s_out_%s", d.Provider, newID())
-	switch d.Provider {
-	case schema.Email:
-		d.IdempotencyKey = "<" + newID() + "@" + messageIDDomain(d) + ">"
-	case schema.Lark, schema.Slack:
-		d.IdempotencyKey = uuid.NewString()
-	}
 	if f.dryRun {
 		out, err := schema.EncodeDraft(d)
 		if err != nil {
@@ -232,17 +228,16 @@ func withFile(err error, name string) error {
 	return err
 }
 
-// parent is what send needs of the message answered.
-type parent struct {
-	entry *mailbox.Entry
-	msg   *schema.Message // nil when the parent is one of our drafts
-	draft *schema.Draft
-}
-
-// resolveDraft fills in what the draft leaves to Courier: provider,
-// recipients, correlation, thread, subject and reply headers.
-func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.Draft, src *schema.Source, account string) error {
-	var p *parent
+// resolveDraft fills in what the draft leaves to Courier: the provider
+// (from the message answered, else from the recipients), what a reply
+// inherits whatever the provider (correlation, thread, the names of the
+// attachments it sends back), then what the provider's Resolver derives:
+// recipients, its own fields, the idempotency key.
+func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, set providerSet, d *schema.Draft, src *schema.Source, account string) error {
+	var (
+		par   *adapters.Parent
+		entry *mailbox.Entry
+	)
 	if d.ReplyTo != "" {
 		id, ok, err := mb.Lookup(ctx, string(d.ReplyTo))
 		if err != nil {
@@ -251,37 +246,61 @@ func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.D
 		if !ok {
 			return src.Errorf("reply_to", "message %q is not in the mailbox", d.ReplyTo)
 		}
-		p = &parent{}
-		if p.msg, p.entry, err = mb.Message(ctx, id); err != nil {
-			if p.entry == nil || p.entry.Direction != schema.Outbound {
+		par = &adapters.Parent{}
+		if par.Message, entry, err = mb.Message(ctx, id); err != nil {
+			if entry == nil || entry.Direction != schema.Outbound {
 				return err
 			}
-			if p.draft, p.entry, err = mb.Draft(ctx, id); err != nil {
+			if par.Draft, entry, err = mb.Draft(ctx, id); err != nil {
 				return err
 			}
 		}
 	}
-	// Provider.
 	if d.Provider == "" {
 		switch {
-		case p != nil:
-			d.Provider = p.entry.Provider
+		case par != nil:
+			d.Provider = entry.Provider
 		default:
-			d.Provider = guessProvider(d.To)
+			d.Provider = set.guess(d.To)
 		}
 		if d.Provider == "" {
 			return src.Errorf("provider", "cannot tell the provider: set provider (email, lark or slack)")
 		}
 	}
-	if p != nil && p.entry.Provider != d.Provider {
-		return src.Errorf("reply_to", "%s is a %s message; it cannot be answered over %s", d.ReplyTo, p.entry.Provider, d.Provider)
+	if par != nil && entry.Provider != d.Provider {
+		return src.Errorf("reply_to", "%s is a %s message; it cannot be answered over %s", d.ReplyTo, entry.Provider, d.Provider)
 	}
-	// An artifact given by id alone, taken from the message answered (a
-	// file sent back, forwarded on), keeps that message's name and type.
-	if p != nil && p.msg != nil {
+	if par != nil {
+		inheritFromParent(d, par.Message, entry)
+	}
+	if len(d.To) == 0 && par == nil {
+		return src.Errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
+	}
+	if !d.Provider.Valid() {
+		return nil // not a provider at all: validation says so
+	}
+	p := set.get(d.Provider)
+	if p == nil {
+		return src.Errorf("provider", "provider %q has no adapter in Courier (implemented: %s)", d.Provider, set.names())
+	}
+	if err := p.Resolver.Resolve(d, par, adapters.ResolveOptions{Account: account}, src); err != nil {
+		return err
+	}
+	if len(d.To) == 0 {
+		return src.Errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
+	}
+	return nil
+}
+
+// inheritFromParent gives a reply what it inherits whatever the provider:
+// the parent's correlation id and thread, and, for an attachment given by
+// id alone that the parent carries (a file sent back, forwarded on), that
+// attachment's name and type.
+func inheritFromParent(d *schema.Draft, m *schema.Message, entry *mailbox.Entry) {
+	if m != nil {
 		for i := range d.Artifacts {
 			art := &d.Artifacts[i]
-			for _, pa := range p.msg.Artifacts {
+			for _, pa := range m.Artifacts {
 				if art.ID != "" && art.ID == pa.ID && art.Name == "" {
 					art.Name = pa.Name
 					if art.MimeType == "" {
@@ -291,146 +310,46 @@ func (a *app) resolveDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.D
 			}
 		}
 	}
-	// Recipients, correlation, thread.
-	if p != nil {
-		if len(d.To) == 0 {
-			d.To = replyRecipients(d.Provider, p)
-		}
-		if d.CorrelationID == "" {
-			d.CorrelationID = schema.NullString(p.entry.CorrelationID)
-		}
-		if d.ThreadKey == "" {
-			d.ThreadKey = schema.NullString(p.entry.Session.ThreadKey)
-		}
+	if d.CorrelationID == "" {
+		d.CorrelationID = schema.NullString(entry.CorrelationID)
 	}
-	if len(d.To) == 0 {
-		return src.Errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
+	if d.ThreadKey == "" {
+		d.ThreadKey = schema.NullString(entry.Session.ThreadKey)
 	}
-	if d.Provider != schema.Email {
-		return nil
-	}
-	// Email: subject, account, reply headers.
-	if account == "" && p != nil && p.msg != nil {
-		account = p.msg.Metadata.Extra.Account
-	}
-	if account == "" && p != nil && p.draft != nil && p.draft.Email != nil {
-		account = p.draft.Email.Account
-	}
-	if d.Email == nil {
-		d.Email = &schema.EmailHeaders{}
-	}
-	if acct, ok := a.cfg.Account(account); ok {
-		d.Email.Account = acct.Name
-		if len(acct.Addresses) > 0 {
-			d.Email.From = acct.Addresses[0]
-		}
-	} else if account != "" && len(a.cfg.Courier.Adapters.Email.Accounts) > 0 {
-		return src.Errorf("to", "no email account named %q in the config", account)
-	}
-	if p != nil {
-		subject, mid, refs, irt := parentHeaders(p)
-		if d.Subject == "" {
-			d.Subject = threading.ReplySubject(subject)
-		}
-		if mid != "" {
-			d.Email.InReplyTo, d.Email.References = threading.ReplyHeaders(mid, refs, irt)
-		}
-	}
-	if strings.TrimSpace(d.Subject) == "" {
-		return src.Errorf("subject", "a new email needs a subject")
-	}
-	return nil
 }
 
-// replyRecipients applies seed 003 for email (Reply-To, else From) and
-// answers IM messages in their chat or channel.
-func replyRecipients(p schema.Provider, par *parent) schema.Recipients {
-	if par.draft != nil {
-		return par.draft.To // a follow-up to our own message
+// names lists the providers, for messages.
+func (s providerSet) names() string {
+	names := make([]string, len(s))
+	for i, p := range s {
+		names[i] = string(p.Name)
 	}
-	m := par.msg
-	if p != schema.Email {
-		return schema.Recipients{m.Session.ID}
+	return strings.Join(names, ", ")
+}
+
+// guess tells the provider from recipient ids when one provider
+// recognises every one of them.
+func (s providerSet) guess(to []string) schema.Provider {
+	if len(to) == 0 {
+		return ""
 	}
-	var replyTo []threading.Address
-	if raw, ok := m.Metadata.ProviderRaw["reply_to"].([]any); ok {
-		for _, r := range raw {
-			if s, ok := r.(string); ok {
-				if a, err := mail.ParseAddress(s); err == nil {
-					replyTo = append(replyTo, threading.Address{Name: a.Name, Email: a.Address})
-				}
+	var found schema.Provider
+	for _, p := range s {
+		all := true
+		for _, r := range to {
+			if !p.Resolver.Recognizes(r) {
+				all = false
+				break
 			}
 		}
-	}
-	from := []threading.Address{{Name: m.Participants.From.Name, Email: m.Participants.From.Email}}
-	var out schema.Recipients
-	for _, t := range threading.ReplyTarget(from, replyTo) {
-		if t.Email != "" {
-			out = append(out, t.Email)
-		}
-	}
-	return out
-}
-
-// parentHeaders returns the subject, Message-ID, References and
-// In-Reply-To of the message answered.
-func parentHeaders(p *parent) (subject, mid, refs, irt string) {
-	if p.draft != nil {
-		subject, mid = p.draft.Subject, p.draft.IdempotencyKey
-		if p.draft.Email != nil {
-			refs = strings.Join(p.draft.Email.References, " ")
-			irt = p.draft.Email.InReplyTo
-		}
-		return
-	}
-	raw := p.msg.Metadata.ProviderRaw
-	str := func(k string) string { s, _ := raw[k].(string); return s }
-	subject, mid, irt = str("subject"), str("message_id"), str("in_reply_to")
-	if subject == "" {
-		subject = p.msg.Session.Name
-	}
-	switch r := raw["references"].(type) {
-	case string:
-		refs = r
-	case []any:
-		parts := make([]string, 0, len(r))
-		for _, x := range r {
-			if s, ok := x.(string); ok {
-				parts = append(parts, s)
+		if all {
+			if found != "" {
+				return "" // two providers claim them: the draft must say
 			}
+			found = p.Name
 		}
-		refs = strings.Join(parts, " ")
 	}
-	return
-}
-
-var (
-	larkIDRE  = regexp.MustCompile(`^(oc|ou|on|om)_[A-Za-z0-9_-]+$`)
-	slackIDRE = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
-)
-
-// guessProvider tells the provider from recipient ids when every one
-// agrees: addresses are email, oc_/ou_ ids Lark, C.../U... ids Slack.
-func guessProvider(to []string) schema.Provider {
-	var p schema.Provider
-	for _, r := range to {
-		var q schema.Provider
-		switch {
-		case strings.Contains(r, "@"):
-			q = schema.Email
-		case larkIDRE.MatchString(r):
-			q = schema.Lark
-		case slackIDRE.MatchString(r):
-			q = schema.Slack
-		default:
-			return ""
-		}
-		if p != "" && p != q {
-			return ""
-		}
-		p = q
-	}
-	return p
+	return found
 }
 
 // resolveArtifacts copies artifacts given by local path into the dropzone
@@ -508,20 +427,6 @@ func sniffType(path, name string) string {
 	buf := make([]byte, 512)
 	n, _ := io.ReadFull(f, buf)
 	return http.DetectContentType(buf[:n])
-}
-
-// messageIDDomain is the right-hand side of a Message-ID Courier makes: the
-// sender's domain, else this host's name.
-func messageIDDomain(d *schema.Draft) string {
-	if d.Email != nil {
-		if i := strings.LastIndexByte(d.Email.From, '@'); i >= 0 && i < len(d.Email.From)-1 {
-			return d.Email.From[i+1:]
-		}
-	}
-	if h, err := os.Hostname(); err == nil && h != "" && !strings.ContainsAny(h, " <>@") {
-		return h
-	}
-	return "courier.localhost"
 }
 
 // newID returns a random UUID without dashes, for ids and Message-IDs.

@@ -97,6 +97,8 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if err != nil {
 		return err
 	}
+	redact := newRedactor(log.Handler())
+	log = slog.New(redact)
 	a.log = log
 	lock, mb, dz, err := a.openExclusive(cfg)
 	if err != nil {
@@ -106,49 +108,25 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if n, err := dz.RecoverTemp(time.Hour); err == nil && n > 0 {
 		log.Info("removed temporary dropzone files left by an interrupted write", "files", n)
 	}
-	svc := &service.Service{Mailbox: mb, Version: version(), Listen: cfg.Courier.HTTP.Listen}
-	metrics := svc.Metrics()
-	deps := adapterDeps{log: log, mailbox: mb, dropzone: dz}
+	env := providerEnv{log: log, dropzone: dz}
 	if isTerminal(a.stderr) {
-		deps.progress = a.stderr
+		env.progress = a.stderr
 	}
-	set, err := buildAdapters(cfg, deps)
+	set, err := a.buildProviders(cfg, env)
 	if err != nil {
 		return withCode(exitConfig, err)
 	}
-	pipeline := ingest.New(mb, &ingest.Options{
-		Logger:   log.With("component", "ingest"),
-		Debounce: ingest.Debounce{Window: time.Duration(cfg.Courier.Debounce.WindowMS) * time.Millisecond, MaxWait: time.Duration(cfg.Courier.Debounce.MaxWaitMS) * time.Millisecond},
-		Self:     set.self,
-		Observer: metrics,
+	redact.Add(set.secrets()...)
+	svc, lt := assemble(cfg, set, mb, dz, log, func(h http.Handler) service.Component {
+		return httpComponent(cfg.Courier.HTTP.Listen, h, log)
 	})
-	o := cfg.Courier.Outbound
-	engine := outbound.New(mb, &outbound.Options{
-		Logger: log.With("component", "outbound"), Senders: set.senders, Dropzone: dz, Observer: metrics,
-		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
-		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
-	})
-	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.health, set.waiting
-	for name := range set.health {
-		if p := schema.Provider(name); p.Valid() {
-			metrics.Init(p)
-		}
-	}
-
-	lt := service.NewLifetime(log)
-	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
-	lt.Add(service.Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
-	lt.Add(httpComponent(cfg.Courier.HTTP.Listen, svc.Handler(set.handlers), log))
-	for _, src := range set.sources {
-		lt.Add(sourceComponent(src, pipeline, log))
-	}
 	if err := lt.Start(ctx); err != nil {
 		log.Error("courier could not start", "err", err)
 		return withCode(exitUnavailable, err)
 	}
 	svc.MarkStarted()
-	names := make([]string, 0, len(set.health))
-	for n := range set.health {
+	names := make([]string, 0, len(svc.Adapters))
+	for n := range svc.Adapters {
 		names = append(names, n)
 	}
 	log.Info("courier is serving", "root", a.root, "http", "http://"+cfg.Courier.HTTP.Listen, "adapters", names,
@@ -157,6 +135,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	stopWatchdog := watchdog(ctx, mb, log)
 
 	<-ctx.Done()
+	o := cfg.Courier.Outbound
 	log.Info("stopping: finishing sends in flight", "grace", o.ShutdownGrace.D())
 	daemon.SdNotify(false, daemon.SdNotifyStopping)
 	svc.MarkStopping()
@@ -168,6 +147,43 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// assemble makes the service of the providers: the ingest pipeline, the
+// outbound engine over their Senders, the HTTP handler (/health, /metrics
+// and each Webhook at /webhook/<provider>) served by the component serveHTTP
+// makes, and a component per Source, started in that order (so /health
+// answers while sources connect). Start the Lifetime to run it.
+func assemble(cfg *config.Config, set providerSet, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
+	serveHTTP func(http.Handler) service.Component) (*service.Service, *service.Lifetime) {
+	svc := &service.Service{Mailbox: mb, Version: version(), Listen: cfg.Courier.HTTP.Listen}
+	metrics := svc.Metrics()
+	pipeline := ingest.New(mb, &ingest.Options{
+		Logger:   log.With("component", "ingest"),
+		Debounce: ingest.Debounce{Window: time.Duration(cfg.Courier.Debounce.WindowMS) * time.Millisecond, MaxWait: time.Duration(cfg.Courier.Debounce.MaxWaitMS) * time.Millisecond},
+		Self:     set.self(),
+		Observer: metrics,
+	})
+	o := cfg.Courier.Outbound
+	engine := outbound.New(mb, &outbound.Options{
+		Logger: log.With("component", "outbound"), Senders: set.senders(), Dropzone: dz, Observer: metrics,
+		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
+		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
+	})
+	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.health(), set.waiting()
+	for name := range svc.Adapters {
+		if p := schema.Provider(name); p.Valid() {
+			metrics.Init(p)
+		}
+	}
+	lt := service.NewLifetime(log)
+	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
+	lt.Add(service.Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
+	lt.Add(serveHTTP(svc.Handler(set.webhooks(pipeline))))
+	for _, src := range set.sources() {
+		lt.Add(sourceComponent(src, pipeline, log))
+	}
+	return svc, lt
 }
 
 func configName(cfg *config.Config) string {
@@ -269,7 +285,7 @@ func sourceComponent(src adapters.Source, sink adapters.Sink, log *slog.Logger) 
 						err = errors.New("source stopped on its own")
 					}
 					log.Error("source failed; restarting", "err", err, "in", backoff)
-					if h, ok := src.(interface{ Error(error) }); ok {
+					if h, ok := src.(adapters.ErrorReporter); ok {
 						h.Error(err)
 					}
 					select {
@@ -305,33 +321,4 @@ func sourceComponent(src adapters.Source, sink adapters.Sink, log *slog.Logger) 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
-// adapterDeps is what adapters are built with.
-type adapterDeps struct {
-	log      *slog.Logger
-	mailbox  *mailbox.Mailbox
-	dropzone *dropzone.Store
-	progress io.Writer // backfill progress on a terminal; nil is silent
-}
-
-// adapterSet is what the enabled adapters give the service.
-type adapterSet struct {
-	sources  []adapters.Source
-	senders  map[schema.Provider]adapters.Sender
-	health   map[string]adapters.HealthReporter
-	handlers map[string]http.Handler
-	self     map[schema.Provider][]string
-	waiting  map[schema.Provider]string // why a provider has no Sender
-	// checks are what doctor asks of each adapter part: connectivity and
-	// credentials, with an error that says what to fix.
-	checks []check
-}
-
-type check struct {
-	name string
-	fn   func(ctx context.Context) error
-	// listen marks a check that binds the service's own port: it fails
-	// while the service runs, which holds the port.
-	listen bool
 }

@@ -25,7 +25,8 @@ type Service struct {
 	Mailbox  *mailbox.Mailbox
 	Pipeline *ingest.Pipeline
 	Engine   *outbound.Engine
-	// Adapters are the enabled adapters, by name (email, lark, slack).
+	// Adapters are the enabled adapters, by name; the providers Courier
+	// has that are not among them are reported disabled.
 	Adapters map[string]adapters.HealthReporter
 	// Waiting says, per provider without a Sender, why its drafts wait.
 	Waiting map[schema.Provider]string
@@ -88,12 +89,12 @@ func (s *Service) Report(ctx context.Context) Report {
 		r.StartedAt = &t
 		r.Uptime = time.Since(s.started).Round(time.Second).Seconds()
 	}
-	for _, name := range []string{"email", "lark", "slack"} {
-		h, ok := s.Adapters[name]
-		if !ok {
-			r.Adapters[name] = adapters.Health{Status: adapters.StatusDisabled}
-			continue
+	for _, p := range schema.Implemented {
+		if _, ok := s.Adapters[string(p)]; !ok {
+			r.Adapters[string(p)] = adapters.Health{Status: adapters.StatusDisabled}
 		}
+	}
+	for name, h := range s.Adapters {
 		hh := h.Health()
 		r.Adapters[name] = hh
 		if hh.Status != adapters.StatusConnected && r.Status == "healthy" {

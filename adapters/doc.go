@@ -1,0 +1,62 @@
+// Package adapters holds the contracts between Courier's core and its
+// provider adapters, and nothing else: the interfaces are here so that the
+// core (ingest, outbound, the service) and the providers (adapters/email,
+// adapters/lark, adapters/slack) depend on this leaf package and never on
+// each other.
+//
+// # A provider
+//
+// A provider is one package with one constructor that returns a *Provider:
+// what it offers, each part optional but the Resolver. cmd/courier keeps one
+// explicit table from provider name to constructor (no registry filled by
+// init()).
+//
+// Inbound, a Source normalises what its provider delivers into Events and
+// hands them to a Sink. The Sink's contract: Deliver returns nil only once
+// every event it was given is durable (written, staged for debounce, or
+// recognised as a duplicate) and the events' checkpoints are saved, in that
+// order; a Source therefore moves its own position (IMAP UID, stream
+// offset) only through Event.Checkpoint and never ahead of the files. A
+// provider that receives over HTTP offers a Webhook instead (or as well):
+// the service mounts its handler at /webhook/<provider> and gives it the
+// Sink.
+//
+// Outbound, a Sender delivers one Attempt at a queued Draft. Its error says
+// whether to try again: wrap it with Temporary (optionally with a
+// Retry-After) or Permanent. An error that is neither is treated as
+// temporary, as maddy's exterrors.IsTemporaryOrUnspec does, because giving
+// up on a message for an unclassified error loses it for good. A send that
+// reached some recipients returns a PartialError; the next Attempt carries
+// them in Accepted. Just before the step that hands a message over for
+// good, a Sender calls Attempt.EnterCommit: the engine's Gate lets one send
+// at a time past it, which bounds the duplicates a crash can cause to one.
+//
+// The optional abilities are named interfaces, checked by type assertion:
+// a Source may be a Starter (connect and check credentials before the
+// service counts as started), a Stopper, an ErrorReporter (record the errors
+// of its Run loop) and a Fetcher (one pass, for `courier fetch`); any part
+// may be a HealthReporter.
+//
+// # Adding a provider
+//
+// The file example_test.go in this folder is a whole provider in a
+// screenful: a Source, a Sender, a Webhook and a Resolver. To add a real
+// one, say adapters/discord:
+//
+//  1. adapters/discord/discord.go: Options (the config section, a
+//     *dropzone.Store, a *slog.Logger; nil means defaults) and
+//     New(Options) (*adapters.Provider, error), doing no I/O.
+//  2. The Resolver: Recognizes (which recipient strings are its ids),
+//     Resolve (recipients from the message answered, the idempotency key,
+//     the inbound id when it is known before sending).
+//  3. A Source (and/or a Webhook) that builds schema.Message values with
+//     ids from the threading package and hands them to the Sink with a
+//     Checkpoint; a Sender that returns a Receipt with the provider's
+//     message id and the InboundID of what it posted.
+//  4. The config section in internal/config (a Secret field and its
+//     *_file sibling are all a credential needs), and one row in
+//     cmd/courier's provider table.
+//
+// mailbox, ingest, outbound and schema need no change: they know providers
+// only by name.
+package adapters

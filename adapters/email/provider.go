@@ -1,0 +1,120 @@
+package email
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/schema"
+)
+
+// Options configure the email provider.
+type Options struct {
+	// Config is the email section of the config (courier.adapters.email).
+	Config config.Email
+	// Limits bound what is received and sent.
+	Limits config.Limits
+	// Dropzone stores attachments and raw messages; nil for a provider
+	// that only resolves drafts.
+	Dropzone *dropzone.Store
+	// Logger is tagged adapter=email; nil discards.
+	Logger *slog.Logger
+	// Progress, when set, shows the IMAP backfill's progress (a terminal).
+	Progress io.Writer
+}
+
+// New returns the email provider: the embedded SMTP/LMTP receivers and an
+// IMAP source per account, a Sender over the accounts that have SMTP, and
+// the rules of seed 003 for drafts. A provider that is not enabled only
+// resolves drafts. New does no I/O.
+func New(o Options) (*adapters.Provider, error) {
+	e := o.Config
+	p := &adapters.Provider{Name: schema.Email, Resolver: &Resolver{Accounts: e.Accounts}}
+	if !e.Enabled {
+		return p, nil
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("adapter", "email")
+	var parts []adapters.HealthReporter
+	for _, r := range []struct {
+		addr string
+		lmtp bool
+	}{{e.Receiver.SMTP, false}, {e.Receiver.LMTP, true}} {
+		if r.addr == "" {
+			continue
+		}
+		rc := NewReceiver(ReceiverOptions{Addr: r.addr, LMTP: r.lmtp, Hostname: e.Receiver.Hostname, Own: ownAddresses(e),
+			MaxMessage: o.Limits.MaxMessageBytes, MaxArtifact: o.Limits.MaxArtifactBytes, Dropzone: o.Dropzone, Logger: log})
+		p.Sources = append(p.Sources, rc)
+		parts = append(parts, rc)
+		p.Checks = append(p.Checks, adapters.Check{Name: rc.Name(), Run: rc.Check, Listen: true})
+	}
+	var accounts []Account
+	for _, acct := range e.Accounts {
+		if im := acct.IMAP; im != nil {
+			src := NewIMAPSource(IMAPOptions{
+				Account: acct.Name, Addresses: acct.Addresses,
+				Server:  imapServer(im),
+				Folders: im.Folders, Mode: im.Mode, PollInterval: im.PollInterval.D(), MarkSeen: im.MarkSeen, MoveTo: im.MoveTo,
+				Dropzone: o.Dropzone, MaxArtifact: o.Limits.MaxArtifactBytes, MaxMessage: o.Limits.MaxMessageBytes, Logger: log,
+				Progress: o.Progress, Since: sinceOf(im),
+			})
+			p.Sources = append(p.Sources, src)
+			parts = append(parts, src)
+			p.Checks = append(p.Checks, adapters.Check{Name: "email/" + acct.Name + " imap", Run: src.Check})
+			p.Secrets = append(p.Secrets, im.Password)
+		}
+		if sm := acct.SMTP; sm != nil {
+			ea := Account{Name: acct.Name, Addresses: acct.Addresses, DisplayName: acct.DisplayName, Hostname: sm.Hostname,
+				SMTP: Server{Host: sm.Host, Port: sm.Port, TLS: sm.TLS, InsecureSkipVerify: sm.InsecureSkipVerify,
+					Username: sm.Username, Password: sm.Password, Auth: sm.Auth},
+				AppendSent: sm.AppendSent}
+			if sm.AppendSent && acct.IMAP != nil {
+				srv := imapServer(acct.IMAP)
+				ea.IMAP, ea.SentFolder = &srv, acct.IMAP.SentFolder
+			}
+			accounts = append(accounts, ea)
+			p.Checks = append(p.Checks, adapters.Check{Name: "email/" + acct.Name + " smtp", Run: ea.Check})
+			p.Secrets = append(p.Secrets, sm.Password)
+		}
+	}
+	if len(accounts) == 0 {
+		p.Waiting = "no email account has smtp configured (courier.adapters.email.accounts[].smtp)"
+	} else {
+		snd := NewSender(SenderOptions{Accounts: accounts, Dropzone: o.Dropzone, Logger: log})
+		p.Sender = snd
+		parts = append(parts, snd)
+	}
+	if len(parts) > 0 {
+		p.Health = adapters.CombineHealth(parts...)
+	}
+	return p, nil
+}
+
+// ownAddresses are the addresses mail to us is sent to: every account's
+// and the receiver's; they are left out of a message's participants.
+func ownAddresses(e config.Email) []string {
+	var own []string
+	for _, acct := range e.Accounts {
+		own = append(own, acct.Addresses...)
+	}
+	return append(own, e.Receiver.Addresses...)
+}
+
+func imapServer(im *config.IMAP) Server {
+	return Server{Host: im.Host, Port: im.Port, TLS: im.TLS, InsecureSkipVerify: im.InsecureSkipVerify,
+		Username: im.Username, Password: im.Password, Auth: im.Auth}
+}
+
+func sinceOf(im *config.IMAP) time.Time {
+	if im.Since == nil {
+		return time.Time{}
+	}
+	return im.Since.Time
+}

@@ -1,0 +1,160 @@
+package email
+
+import (
+	"net/mail"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// Resolver is email's rules for drafts (seed 003): a reply goes to the
+// parent's Reply-To, else its From, with "Re:" and In-Reply-To/References
+// from the parent, from the account the parent came to; every attempt
+// sends the Message-ID fixed here.
+type Resolver struct {
+	// Accounts are the configured accounts; the first is the default.
+	Accounts []config.Account
+}
+
+var _ adapters.Resolver = (*Resolver)(nil)
+
+// Recognizes reports whether r is an email address.
+func (*Resolver) Recognizes(r string) bool { return strings.Contains(r, "@") }
+
+// Resolve fills in the recipients, the account and From, the subject and
+// the reply headers, then fixes the Message-ID (the idempotency key) and
+// the inbound id a copy of the mail will have.
+func (r *Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, opts adapters.ResolveOptions, src *schema.Source) error {
+	if len(d.To) == 0 && parent != nil {
+		d.To = replyRecipients(parent)
+	}
+	if len(d.To) == 0 {
+		return nil // the caller names the missing recipient
+	}
+	if d.Email == nil {
+		d.Email = &schema.EmailHeaders{}
+	}
+	if err := r.resolveAccount(d, parent, opts.Account, src); err != nil {
+		return err
+	}
+	if parent != nil {
+		subject, mid, refs, irt := parentHeaders(parent)
+		if d.Subject == "" {
+			d.Subject = threading.ReplySubject(subject)
+		}
+		if mid != "" {
+			d.Email.InReplyTo, d.Email.References = threading.ReplyHeaders(mid, refs, irt)
+		}
+	}
+	if strings.TrimSpace(d.Subject) == "" {
+		return src.Errorf("subject", "a new email needs a subject")
+	}
+	d.IdempotencyKey = "<" + strings.ReplaceAll(uuid.NewString(), "-", "") + "@" + messageIDDomain(d) + ">"
+	d.InboundID = threading.EmailID(d.IdempotencyKey)
+	return nil
+}
+
+// resolveAccount picks the account to send from: the one asked for, else
+// the one the message answered came to, else the first; and takes From
+// from it.
+func (r *Resolver) resolveAccount(d *schema.Draft, parent *adapters.Parent, account string, src *schema.Source) error {
+	if account == "" && parent != nil && parent.Message != nil {
+		account = parent.Message.Metadata.Extra.Account
+	}
+	if account == "" && parent != nil && parent.Draft != nil && parent.Draft.Email != nil {
+		account = parent.Draft.Email.Account
+	}
+	for i := range r.Accounts {
+		acct := &r.Accounts[i]
+		if account == "" || acct.Name == account {
+			d.Email.Account = acct.Name
+			if len(acct.Addresses) > 0 {
+				d.Email.From = acct.Addresses[0]
+			}
+			return nil
+		}
+	}
+	if account != "" && len(r.Accounts) > 0 {
+		return src.Errorf("to", "no email account named %q in the config", account)
+	}
+	return nil
+}
+
+// replyRecipients applies seed 003: the parent's Reply-To, else its From;
+// a follow-up to our own mail goes to its recipients again.
+func replyRecipients(p *adapters.Parent) schema.Recipients {
+	if p.Draft != nil {
+		return p.Draft.To
+	}
+	m := p.Message
+	var replyTo []threading.Address
+	if raw, ok := m.Metadata.ProviderRaw["reply_to"].([]any); ok {
+		for _, r := range raw {
+			if s, ok := r.(string); ok {
+				if a, err := mail.ParseAddress(s); err == nil {
+					replyTo = append(replyTo, threading.Address{Name: a.Name, Email: a.Address})
+				}
+			}
+		}
+	}
+	from := []threading.Address{{Name: m.Participants.From.Name, Email: m.Participants.From.Email}}
+	var out schema.Recipients
+	for _, t := range threading.ReplyTarget(from, replyTo) {
+		if t.Email != "" {
+			out = append(out, t.Email)
+		}
+	}
+	return out
+}
+
+// parentHeaders returns the subject, Message-ID, References and
+// In-Reply-To of the message answered.
+func parentHeaders(p *adapters.Parent) (subject, mid, refs, irt string) {
+	if p.Draft != nil {
+		subject, mid = p.Draft.Subject, p.Draft.IdempotencyKey
+		if p.Draft.Email != nil {
+			refs = strings.Join(p.Draft.Email.References, " ")
+			irt = p.Draft.Email.InReplyTo
+		}
+		return
+	}
+	raw := p.Message.Metadata.ProviderRaw
+	str := func(k string) string { s, _ := raw[k].(string); return s }
+	subject, mid, irt = str("subject"), str("message_id"), str("in_reply_to")
+	if subject == "" {
+		subject = p.Message.Session.Name
+	}
+	switch r := raw["references"].(type) {
+	case string:
+		refs = r
+	case []any:
+		parts := make([]string, 0, len(r))
+		for _, x := range r {
+			if s, ok := x.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		refs = strings.Join(parts, " ")
+	}
+	return
+}
+
+// messageIDDomain is the right-hand side of a Message-ID Courier makes: the
+// sender's domain, else this host's name.
+func messageIDDomain(d *schema.Draft) string {
+	if d.Email != nil {
+		if i := strings.LastIndexByte(d.Email.From, '@'); i >= 0 && i < len(d.Email.From)-1 {
+			return d.Email.From[i+1:]
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" && !strings.ContainsAny(h, " <>@") {
+		return h
+	}
+	return "courier.localhost"
+}
