@@ -39,24 +39,40 @@
 //
 // # Adding a provider
 //
-// The file example_test.go in this folder is a whole provider in a
-// screenful: a Source, a Sender, a Webhook and a Resolver. To add a real
-// one, say adapters/discord:
+// The package adapters/adapterstest is a whole provider in a screenful: a
+// Source, a Sender, a Webhook and a Resolver for a chat that lives in
+// memory; cmd/courier's TestSeamTemplateProvider runs it inside the real
+// service. To add a real one, say adapters/discord, one writes:
 //
 //  1. adapters/discord/discord.go: Options (the config section, a
-//     *dropzone.Store, a *slog.Logger; nil means defaults) and
-//     New(Options) (*adapters.Provider, error), doing no I/O.
-//  2. The Resolver: Recognizes (which recipient strings are its ids),
-//     Resolve (recipients from the message answered, the idempotency key,
-//     the inbound id when it is known before sending).
-//  3. A Source (and/or a Webhook) that builds schema.Message values with
-//     ids from the threading package and hands them to the Sink with a
-//     Checkpoint; a Sender that returns a Receipt with the provider's
-//     message id and the InboundID of what it posted.
-//  4. The config section in internal/config (a Secret field and its
-//     *_file sibling are all a credential needs), and one row in
-//     cmd/courier's provider table.
+//     *dropzone.Store, a *slog.Logger) and New(Options)
+//     (*adapters.Provider, error), doing no I/O. A provider that is not
+//     enabled returns only its Resolver.
 //
-// mailbox, ingest, outbound and schema need no change: they know providers
-// only by name.
+//  2. The Resolver: Recognizes (which recipient strings are its ids) and
+//     Resolve (recipients from the message answered, often SameSession;
+//     the IdempotencyKey; the InboundID when it is known before sending).
+//
+//  3. A Source (and/or a Webhook) that builds schema.Message values, with
+//     ids of the form <provider>_<id> (the threading package has the
+//     helpers), and hands them to the Sink with a Checkpoint; a Sender
+//     that returns a Receipt with the provider's message id, the Channel
+//     when ids are per channel, and the InboundID of what it posted.
+//     Health, Checks and Secrets as it has them.
+//
+//  4. Its section in internal/config: a Secret field and its *_file
+//     sibling are all a credential needs (Config.Secrets finds them).
+//
+//  5. One row in cmd/courier's providerTable (providers.go), shown below.
+//
+// The row:
+//
+//	{schema.Discord, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
+//		return discord.New(discord.Options{Config: cfg.Courier.Adapters.Discord, Dropzone: env.dropzone, Logger: env.log})
+//	}},
+//
+// mailbox, ingest, outbound and the service know providers only by name;
+// they need no change. The protocol's providers (schema.Providers) have
+// their names already; a provider Courier runs is also listed in
+// schema.Implemented, so that `courier init` makes its folders.
 package adapters

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -91,11 +92,13 @@ func printReport(w io.Writer, r service.Report) {
 	}
 	if len(r.Adapters) > 0 {
 		fmt.Fprintln(w, "Adapters:")
-		for _, name := range []string{"email", "lark", "slack"} {
-			h, ok := r.Adapters[name]
-			if !ok {
-				continue
-			}
+		names := make([]string, 0, len(r.Adapters))
+		for name := range r.Adapters {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			h := r.Adapters[name]
 			line := fmt.Sprintf("  %-6s %-11s", name, h.Status)
 			if h.Detail != "" {
 				line += " " + h.Detail
