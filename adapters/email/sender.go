@@ -30,6 +30,7 @@ import (
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
 )
 
 // Server is a mail server to connect to.
@@ -177,7 +178,9 @@ func (s *Sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 			s.log.Warn("email: sent, but the copy to the Sent folder failed", "account", acct.Name, "err", err)
 		}
 	}
-	return adapters.Receipt{ProviderMessageID: mid, Recipients: results}, nil
+	// The inbound id is the draft's own (fixed at queue time); giving it
+	// here also covers drafts queued before drafts carried one.
+	return adapters.Receipt{ProviderMessageID: mid, InboundID: threading.EmailID(mid), Recipients: results}, nil
 }
 
 // transmit runs one SMTP transaction and returns a result per recipient.

@@ -77,6 +77,9 @@ func TestSenderSinkReply(t *testing.T) {
 	if rc.ProviderMessageID != d.IdempotencyKey {
 		t.Errorf("provider message id %q, want %q", rc.ProviderMessageID, d.IdempotencyKey)
 	}
+	if rc.InboundID != threading.EmailID(d.IdempotencyKey) {
+		t.Errorf("inbound id %q, want the id of the Message-ID sent", rc.InboundID)
+	}
 	if len(rc.Recipients) != 3 {
 		t.Fatalf("recipients %+v", rc.Recipients)
 	}
