@@ -18,17 +18,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
 )
-
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("COURIER_CORPUS")
-	if dir == "" {
-		t.Skip("COURIER_CORPUS not set")
-	}
-	return dir
-}
 
 // corpusMail is one message file of the corpus.
 type corpusMail struct {
@@ -219,7 +211,7 @@ const snapRoot = `"H000007100163fdf.1583792359.sx.f1-outsourcing.eu*"@MHS`
 func rep(s string, n int) []string { return slices.Repeat([]string{s}, n) }
 
 func TestCorpusCephDevel(t *testing.T) {
-	base := filepath.Join(corpusDir(t), "threads", "ceph-devel")
+	base := filepath.Join(testutil.CorpusDir(t), "threads", "ceph-devel")
 	derived := readDerived(t, filepath.Join(base, "DERIVED-thread-structure.tsv"))
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -492,7 +484,7 @@ var replyPrefixes = regexp.MustCompile(`^(?i:(re|aw|sv)\s*:\s*)+`)
 func baseSubject(s string) string { return replyPrefixes.ReplaceAllString(s, "") }
 
 func TestCorpusNotmuch(t *testing.T) {
-	base := filepath.Join(corpusDir(t), "threads", "notmuch")
+	base := filepath.Join(testutil.CorpusDir(t), "threads", "notmuch")
 	all := func(string) bool { return true }
 
 	t.Run("default", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/monoco/courier/adapters/email/internal/mime"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
 )
 
@@ -22,7 +23,7 @@ import (
 // give a valid message.
 func TestTruncated(t *testing.T) {
 	inputs, _ := filepath.Glob(filepath.Join("testdata", "*.eml"))
-	s := newTestStore(t, nil)
+	s := testutil.NewDropzone(t, nil)
 	for _, in := range inputs {
 		raw, err := os.ReadFile(in)
 		if err != nil {
@@ -214,7 +215,7 @@ func TestLargeAttachmentMemoryFlat(t *testing.T) {
 		t.Skip("100 MB attachment")
 	}
 	const size = 100 << 20
-	s := newTestStore(t, nil)
+	s := testutil.NewDropzone(t, nil)
 	b := s.NewBatch()
 	defer b.Abort()
 	obj, err := b.Put(bigMessage(size, true))
@@ -255,7 +256,7 @@ func TestLargeMessageWithoutMessageID(t *testing.T) {
 	// here too.
 	const size = 20 << 20
 	raw := bigMessage(size, false)
-	s := newTestStore(t, nil)
+	s := testutil.NewDropzone(t, nil)
 	b := s.NewBatch()
 	defer b.Abort()
 	runtime.GC()
@@ -297,7 +298,7 @@ func TestNoQuadraticHeaders(t *testing.T) {
 		raw := "Message-ID: <q@x>\nFrom: " + v + "\nTo: " + v + "\nSubject: " + v + "\nContent-Type: text/plain" + v + "\nReferences: " + v + "\n\nbody\n"
 		best := time.Duration(1 << 62)
 		for i := 0; i < 3; i++ {
-			s := newTestStore(t, nil)
+			s := testutil.NewDropzone(t, nil)
 			b := s.NewBatch()
 			start := time.Now()
 			m, err := Normalize(strings.NewReader(raw), b, dropzone.Object{}, normOptions())

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 )
 
 // typicalMessage is a 5 KB reply: text and HTML alternatives and a small
@@ -57,7 +58,7 @@ func BenchmarkNormalizeNoAttachment(b *testing.B) {
 // benchNormalize normalises raw over and over, each time into a batch it
 // aborts.
 func benchNormalize(b *testing.B, raw []byte) {
-	s := newTestStore(b, nil)
+	s := testutil.NewDropzone(b, nil)
 	opts := normOptions()
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
@@ -73,7 +74,7 @@ func benchNormalize(b *testing.B, raw []byte) {
 // BenchmarkNormalizeParallel is BenchmarkNormalize on every core.
 func BenchmarkNormalizeParallel(b *testing.B) {
 	raw := typicalMessage()
-	s := newTestStore(b, nil)
+	s := testutil.NewDropzone(b, nil)
 	opts := normOptions()
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()

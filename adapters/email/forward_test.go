@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/monoco/courier/adapters/email/internal/mime"
+	"github.com/monoco/courier/internal/testutil"
 )
 
 // forwardMail is a plain-text note with a message forwarded inline whose
@@ -65,7 +66,7 @@ This stays in old.eml.
 // own attachments become artifacts, and it is still kept whole as an .eml;
 // one attached with Content-Disposition: attachment is only an artifact.
 func TestForwardedInline(t *testing.T) {
-	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader(forwardMail), NormalizeOptions{})
+	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader(forwardMail), NormalizeOptions{})
 
 	for _, want := range []string{
 		"Can you handle these?",
@@ -140,7 +141,7 @@ Content-Type: text/plain
 To unsubscribe, write to list@example.com
 --m--
 `
-	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader(raw), NormalizeOptions{})
+	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader(raw), NormalizeOptions{})
 	if want := "Hello *html*.\n\n--\nTo unsubscribe, write to list@example.com\n"; m.Body != want {
 		t.Errorf("body %q, want %q", m.Body, want)
 	}
@@ -159,7 +160,7 @@ func TestForwardChainBounded(t *testing.T) {
 	for i := 1; i <= mime.MaxForwards+2; i++ {
 		inner = fmt.Sprintf("From: level%d@example.org\nSubject: level %d\nMIME-Version: 1.0\nContent-Type: message/rfc822\n\n%s", i, i, inner)
 	}
-	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader("Message-ID: <chain@example.org>\n"+inner), NormalizeOptions{})
+	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader("Message-ID: <chain@example.org>\n"+inner), NormalizeOptions{})
 	if n := strings.Count(m.Body, mime.ForwardTitle); n != mime.MaxForwards {
 		t.Errorf("%d forwarded messages shown, want %d:\n%s", n, mime.MaxForwards, m.Body)
 	}

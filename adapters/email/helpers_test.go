@@ -3,7 +3,6 @@ package email
 import (
 	"bytes"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,17 +24,6 @@ func normOptions() NormalizeOptions {
 		UID:         42,
 		UIDValidity: 1700000000,
 	}
-}
-
-// newStore opens a dropzone in a fresh temporary directory.
-func newTestStore(t testing.TB, opts *dropzone.Options) *dropzone.Store {
-	t.Helper()
-	s, err := dropzone.Open(filepath.Join(t.TempDir(), ".monoco", "dropzone"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // normalize runs the caller's pattern on raw: put the raw message into a
@@ -83,5 +71,5 @@ func checkValid(t testing.TB, name string, m *schema.Message) []byte {
 
 func normalizeBytes(t testing.TB, raw []byte) *schema.Message {
 	t.Helper()
-	return normalizeTest(t, newTestStore(t, nil), bytes.NewReader(raw), normOptions())
+	return normalizeTest(t, testutil.NewDropzone(t, nil), bytes.NewReader(raw), normOptions())
 }

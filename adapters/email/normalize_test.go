@@ -10,6 +10,7 @@ import (
 
 	"github.com/monoco/courier/adapters/email/internal/mime"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -107,7 +108,7 @@ func TestMaxArtifact(t *testing.T) {
 		strings.Repeat("x", 5000) + "\n--b\nContent-Type: application/octet-stream; name=small.bin\n\nsmall\n--b--\n"
 	opts := normOptions()
 	opts.MaxArtifact = 1000
-	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader(raw), opts)
+	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader(raw), opts)
 	checkValid(t, "max artifact", m)
 	if len(m.Artifacts) != 1 || m.Artifacts[0].Name != "small.bin" {
 		t.Errorf("artifacts = %+v, want small.bin only", m.Artifacts)
@@ -116,7 +117,7 @@ func TestMaxArtifact(t *testing.T) {
 		t.Errorf("parse_error = %q", m.Metadata.Extra.ParseError)
 	}
 	// The store's own limit is treated the same way.
-	b := newTestStore(t, &dropzone.Options{MaxSize: 4000}).NewBatch()
+	b := testutil.NewDropzone(t, &dropzone.Options{MaxSize: 4000}).NewBatch()
 	defer b.Abort()
 	m, err := Normalize(strings.NewReader(raw), b, dropzone.Object{}, normOptions())
 	if err != nil {
@@ -148,7 +149,7 @@ func (f *failAfter) Read(p []byte) (int, error) {
 func TestIOErrors(t *testing.T) {
 	raw := "Message-ID: <io@x>\nFrom: a@x\nContent-Type: multipart/mixed; boundary=b\n\n--b\n\nbody\n--b\nContent-Type: image/png\n\n" +
 		strings.Repeat("A", 100000) + "\n--b--\n"
-	s := newTestStore(t, nil)
+	s := testutil.NewDropzone(t, nil)
 	disk := errors.New("disk on fire")
 	for _, n := range []int{10, 60, 200, 5000} {
 		b := s.NewBatch()
@@ -170,7 +171,7 @@ func TestReceivedAtDefault(t *testing.T) {
 	opts := normOptions()
 	opts.ReceivedAt = time.Time{}
 	before := time.Now().Add(-time.Second)
-	m := normalizeTest(t, newTestStore(t, nil), strings.NewReader("Message-ID: <r@x>\nFrom: a@x\n\nhi\n"), opts)
+	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader("Message-ID: <r@x>\nFrom: a@x\n\nhi\n"), opts)
 	if m.ReceivedAt.Before(before) || m.Timestamp != m.ReceivedAt {
 		t.Errorf("received_at %v timestamp %v", m.ReceivedAt, m.Timestamp)
 	}
@@ -184,7 +185,7 @@ func TestRawArtifact(t *testing.T) {
 		t.Errorf("raw = %+v", r)
 	}
 	// Without a raw object, raw is left out.
-	b := newTestStore(t, nil).NewBatch()
+	b := testutil.NewDropzone(t, nil).NewBatch()
 	defer b.Abort()
 	m, err := Normalize(strings.NewReader("Message-ID: <raw@x>\nFrom: a@x\n\nhi\n"), b, dropzone.Object{}, normOptions())
 	if err != nil || m.Metadata.Extra.Raw != nil {

@@ -18,6 +18,7 @@ import (
 	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -164,7 +165,7 @@ func TestReceiverSMTP(t *testing.T) {
 
 	// The same normalisation as the IMAP source's: Normalize on the same
 	// bytes, with the receiver's options, gives the same file.
-	direct := normalizeTest(t, newTestStore(t, nil), bytes.NewReader(crlf(receiverMail)),
+	direct := normalizeTest(t, testutil.NewDropzone(t, nil), bytes.NewReader(crlf(receiverMail)),
 		NormalizeOptions{Folder: "receiver", Own: []string{"agent@example.com"}, ReceivedAt: m.ReceivedAt.Time})
 	enc, err := schema.Encode(direct)
 	if err != nil {

@@ -149,7 +149,7 @@ func TestSenderSinkReply(t *testing.T) {
 // the bytes and names arrive intact.
 func TestSenderSinkAttachments(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
-	dz := newTestStore(t, nil)
+	dz := testutil.NewDropzone(t, nil)
 	pdf := bytes.Repeat([]byte("%PDF-1.7 \x00\x01\xfe\xff binary\r\n.\r\n"), 3000)
 	obj, err := dz.Put(bytes.NewReader(pdf))
 	if err != nil {

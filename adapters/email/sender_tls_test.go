@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"github.com/monoco/courier/adapters"
 	"io"
 	"log"
 	"math/big"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monoco/courier/adapters"
 
 	"github.com/emersion/go-smtp"
 )

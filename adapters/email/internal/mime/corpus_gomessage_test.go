@@ -14,6 +14,7 @@ import (
 	gomail "github.com/emersion/go-message/mail"
 
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 )
 
 // goMessageDeviations lists the corpus files where Read and go-message
@@ -159,8 +160,8 @@ func comparableText(s string) string {
 // Subject, the text/plain body and the number and names of the other parts
 // must agree (set COURIER_CORPUS to the corpus directory).
 func TestCorpusGoMessage(t *testing.T) {
-	dir, files := corpusEMLs(t)
-	s := newTestStore(t, nil)
+	dir, files := testutil.CorpusEMLs(t)
+	s := testutil.NewDropzone(t, nil)
 	var (
 		refused, refusedOutright              int
 		compared, textCompared, filesCompared int

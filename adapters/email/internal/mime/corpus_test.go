@@ -3,11 +3,9 @@ package mime
 import (
 	"encoding/json"
 	"io"
-	"io/fs"
 	stdmime "mime"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	mcharset "github.com/emersion/go-message/charset"
 
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/testutil"
 )
 
 // corpusDeviations lists the corpus files whose subject this package
@@ -29,8 +28,8 @@ var corpusDeviations = map[string]string{}
 // (That every message normalises to a valid protocol message is checked by
 // the email package's TestCorpusValid.)
 func TestCorpus(t *testing.T) {
-	dir, files := corpusEMLs(t)
-	s := newTestStore(t, nil)
+	dir, files := testutil.CorpusEMLs(t)
+	s := testutil.NewDropzone(t, nil)
 	var (
 		stalwart, stdlib, skipped, deviated, noted int
 	)
@@ -156,45 +155,6 @@ func rawSubject(t *testing.T, p string) (string, bool) {
 
 // fold collapses white space, for comparing subjects.
 func fold(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// corpusEMLs returns the corpus directory (COURIER_CORPUS; the test is
-// skipped without it) and every .eml file under it, sorted.
-func corpusEMLs(t *testing.T) (string, []string) {
-	t.Helper()
-	dir := os.Getenv("COURIER_CORPUS")
-	if dir == "" {
-		t.Skip("COURIER_CORPUS not set")
-	}
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".eml") {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		t.Fatalf("no .eml files under %s", dir)
-	}
-	return dir, files
-}
-
-// newTestStore opens a dropzone in a fresh temporary directory.
-func newTestStore(t testing.TB, opts *dropzone.Options) *dropzone.Store {
-	t.Helper()
-	s, err := dropzone.Open(filepath.Join(t.TempDir(), ".monoco", "dropzone"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // view is what the corpus tests compare of a message read: the fields
 // the email package's Normalize makes of the reader's output, made the
