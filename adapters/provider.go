@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
@@ -174,5 +177,28 @@ func SameSession(parent *Parent) schema.Recipients {
 	case parent.Message != nil && parent.Message.Session.ID != "":
 		return schema.Recipients{parent.Message.Session.ID}
 	}
+	return nil
+}
+
+// ChatResolver is the rules for drafts of a chat provider whose recipients
+// are ids that IDs matches: a reply goes to the chat of the message
+// answered (SameSession), and every attempt sends with one uuid fixed at
+// queue time (Lark's uuid, Slack's client_msg_id). The inbound id of what
+// it posts comes from the receipt.
+type ChatResolver struct {
+	IDs *regexp.Regexp
+}
+
+var _ Resolver = ChatResolver{}
+
+// Recognizes reports whether r is one of the provider's ids.
+func (c ChatResolver) Recognizes(r string) bool { return c.IDs.MatchString(r) }
+
+// Resolve answers in the same chat and fixes the idempotency key.
+func (ChatResolver) Resolve(d *schema.Draft, parent *Parent, _ ResolveOptions, _ *schema.Source) error {
+	if len(d.To) == 0 {
+		d.To = SameSession(parent)
+	}
+	d.IdempotencyKey = uuid.NewString()
 	return nil
 }

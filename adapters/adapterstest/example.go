@@ -15,12 +15,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/schema"
@@ -61,6 +59,8 @@ func (c *Chat) Posts(from int) ([]Post, <-chan struct{}) {
 	return append([]Post(nil), c.posts[min(from, len(c.posts)):]...), c.more
 }
 
+var channelRE = regexp.MustCompile(`^#[a-z0-9-]+$`)
+
 // Options configure the provider.
 type Options struct {
 	Chat          *Chat
@@ -76,7 +76,7 @@ func New(o Options) (*adapters.Provider, error) {
 	h := &adapters.HealthTracker{}
 	return &adapters.Provider{
 		Name:     schema.Discord,
-		Resolver: resolver{},
+		Resolver: adapters.ChatResolver{IDs: channelRE}, // recipients are channels, "#name"; a reply goes to its channel
 		Sources:  []adapters.Source{&source{o: o, health: h}},
 		Sender: adapters.SenderFunc(func(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
 			if err := at.EnterCommit(ctx); err != nil {
@@ -90,20 +90,6 @@ func New(o Options) (*adapters.Provider, error) {
 		Health:  h,
 		Self:    []string{o.Bot},
 	}, nil
-}
-
-// resolver: recipients are channels ("#name"); a reply goes to the
-// parent's channel.
-type resolver struct{}
-
-func (resolver) Recognizes(r string) bool { return strings.HasPrefix(r, "#") }
-
-func (resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.ResolveOptions, _ *schema.Source) error {
-	if len(d.To) == 0 {
-		d.To = adapters.SameSession(parent)
-	}
-	d.IdempotencyKey = uuid.NewString()
-	return nil
 }
 
 // source follows the chat's feed from its checkpoint (an index).

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"regexp"
 
-	"github.com/google/uuid"
-
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
@@ -22,32 +20,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// ids are Lark's: chats (oc_), users (ou_ open_id, on_ union_id) and
+// messages (om_).
+var ids = regexp.MustCompile(`^(oc|ou|on|om)_[A-Za-z0-9_-]+$`)
+
 // New returns the Lark provider. It does no I/O.
 func New(o Options) (*adapters.Provider, error) {
 	if o.Config.Enabled {
 		return nil, fmt.Errorf("courier.adapters.lark.enabled: the Lark adapter is not in this version of Courier yet; set enabled: false (drafts for lark stay queued)")
 	}
-	return &adapters.Provider{Name: schema.Lark, Resolver: Resolver{}}, nil
-}
-
-// idRE matches Lark's ids: chats (oc_), users (ou_ open_id, on_
-// union_id) and messages (om_).
-var idRE = regexp.MustCompile(`^(oc|ou|on|om)_[A-Za-z0-9_-]+$`)
-
-// Resolver is Lark's rules for drafts.
-type Resolver struct{}
-
-var _ adapters.Resolver = Resolver{}
-
-// Recognizes reports whether r is a Lark chat, user or message id.
-func (Resolver) Recognizes(r string) bool { return idRE.MatchString(r) }
-
-// Resolve answers in the chat of the message answered and fixes the uuid
-// Lark deduplicates a create by.
-func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.ResolveOptions, _ *schema.Source) error {
-	if len(d.To) == 0 {
-		d.To = adapters.SameSession(parent)
-	}
-	d.IdempotencyKey = uuid.NewString()
-	return nil
+	return &adapters.Provider{Name: schema.Lark, Resolver: adapters.ChatResolver{IDs: ids}}, nil
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"regexp"
 
-	"github.com/google/uuid"
-
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
@@ -22,32 +20,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// ids are Slack's conversations and users: channels (C), DMs (D), private
+// channels and group DMs (G), users (U, W).
+var ids = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
+
 // New returns the Slack provider. It does no I/O.
 func New(o Options) (*adapters.Provider, error) {
 	if o.Config.Enabled {
 		return nil, fmt.Errorf("courier.adapters.slack.enabled: the Slack adapter is not in this version of Courier yet; set enabled: false (drafts for slack stay queued)")
 	}
-	return &adapters.Provider{Name: schema.Slack, Resolver: Resolver{}}, nil
-}
-
-// idRE matches Slack's conversation and user ids: channels (C), DMs (D),
-// private channels and group DMs (G), users (U, W).
-var idRE = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
-
-// Resolver is Slack's rules for drafts.
-type Resolver struct{}
-
-var _ adapters.Resolver = Resolver{}
-
-// Recognizes reports whether r is a Slack conversation or user id.
-func (Resolver) Recognizes(r string) bool { return idRE.MatchString(r) }
-
-// Resolve answers in the channel of the message answered and fixes the
-// client_msg_id every attempt posts with.
-func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.ResolveOptions, _ *schema.Source) error {
-	if len(d.To) == 0 {
-		d.To = adapters.SameSession(parent)
-	}
-	d.IdempotencyKey = uuid.NewString()
-	return nil
+	return &adapters.Provider{Name: schema.Slack, Resolver: adapters.ChatResolver{IDs: ids}}, nil
 }
