@@ -443,7 +443,6 @@ Hi Ann.
 	}{
 		{"no recipient", rep("to: ann@example.com\n", ""), 1, "to", "no recipient"},
 		{"unknown provider", rep("provider: email", "provider: pigeon"), 2, "provider", `unknown provider "pigeon"`},
-		{"provider without adapter", rep("provider: email", "provider: discord"), 2, "provider", "no adapter"},
 		{"schedule_at not a time", rep("urgent: true", "schedule_at: tomorrow"), 6, "options.schedule_at", "not a time"},
 		{"bad address", rep("to: ann@example.com", "to: [ann@example.com, not an address]"), 3, "to[1]", "not an email address"},
 		{"header injection in subject", rep("subject: Hello", "subject: \"Hello\\r\\nBcc: evil@example.com\""), 4, "subject", "line break"},

@@ -300,6 +300,9 @@ func TestSendRefusals(t *testing.T) {
 	}{
 		{"no recipient", "---\nprovider: lark\n---\nhi\n", nil, ":1: to: draft has no recipient"},
 		{"unknown provider", "---\nprovider: fax\nto: x\n---\nhi\n", nil, `:2: provider: unknown provider "fax"`},
+		// Whether Courier has an adapter is the provider table's to say
+		// (the draft format allows every provider of the protocol).
+		{"provider without adapter", "---\nprovider: discord\nto: x\n---\nhi\n", nil, `:2: provider: provider "discord" has no adapter in Courier (implemented: email, lark, slack)`},
 		{"cannot tell provider", "---\nto: someone\n---\nhi\n", nil, "cannot tell the provider"},
 		{"new email without subject", "---\nto: a@example.com\n---\nhi\n", nil, ":1: subject: a new email needs a subject"},
 		{"bad schedule", "---\nprovider: lark\nto: oc_1\noptions: {schedule_at: soon}\n---\nhi\n", nil, `:4: options.schedule_at: not a time: "soon"`},
