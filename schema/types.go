@@ -290,6 +290,8 @@ type Extra struct {
 	SyntheticID bool `yaml:"synthetic_id,omitempty" json:"synthetic_id,omitempty"`
 	// Raw references the message as received (email: the MIME source).
 	Raw *Artifact `yaml:"raw,omitempty" json:"raw,omitempty"`
+	// Auth records who sent the message, as far as it could be verified.
+	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
 	// ParseError says what could not be parsed; the message is still written.
 	ParseError Text `yaml:"parse_error,omitempty" json:"parse_error,omitempty"`
 
