@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -19,8 +20,13 @@ type fileWrite struct {
 	// replace allows replacing an existing file of the same name; without
 	// it an existing file is kept and existed is set.
 	replace bool
+	// same, when set, accepts a regular file found at the name as the file
+	// being written although its bytes differ: an inbound message
+	// normalised again on a redelivery differs in received_at, yet it is
+	// the message the file holds (see sameFile).
+	same func(existing []byte) bool
 
-	tmp     string
+	tmp     string   // name in .tmp/ while staged
 	fd      *os.File // open on tmp until it is fsynced
 	existed bool
 }
@@ -35,11 +41,19 @@ const fsyncParallelism = 32
 // writeFiles makes files durable in their final place: each is written to
 // .tmp/, all are fsynced concurrently, then each is renamed into place
 // without replacing an existing file (unless replace is set), and every
-// directory touched is fsynced. When it returns nil every file is durable
-// at its final path; a file whose name was already taken (a redelivery after
-// a crash) is left as it was and marked existed. On error no temporary file
-// is left behind; files already renamed stay (they are complete).
-func writeFiles(tmpDir string, files []*fileWrite) (err error) {
+// directory touched is fsynced. Every folder is reached through the root,
+// never through a link (see confine.go). When it returns nil every file is
+// durable at its final path; a file whose name was already taken by the
+// same file (a redelivery after a crash) is left as it was and marked
+// existed, and anything else in the way is an UnsafePathError. On error no
+// temporary file is left behind; files already renamed stay (they are
+// complete).
+func (r *fsRoot) writeFiles(files []*fileWrite) (err error) {
+	tmpfd, err := r.openDirFd(r.tmp(), true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tmpfd)
 	defer func() {
 		for _, f := range files {
 			if f.fd != nil {
@@ -47,7 +61,7 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 				f.fd = nil
 			}
 			if f.tmp != "" {
-				os.Remove(f.tmp)
+				unix.Unlinkat(tmpfd, f.tmp, 0)
 				f.tmp = ""
 			}
 		}
@@ -58,7 +72,7 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 	// journal commit per file and per directory.
 	bulk := len(files) >= syncfsThreshold
 	if err := forEach(files, func(f *fileWrite) error {
-		if err := f.writeTemp(tmpDir); err != nil {
+		if err := f.writeTemp(tmpfd); err != nil {
 			return err
 		}
 		if bulk {
@@ -71,60 +85,71 @@ func writeFiles(tmpDir string, files []*fileWrite) (err error) {
 		return err
 	}
 	if bulk {
-		if err := syncFS(tmpDir); err != nil {
+		if err := syncFS(tmpfd); err != nil {
 			return err
 		}
 	}
-	dirs := map[string]bool{}
-	for _, f := range files {
-		if !dirs[f.dir] {
-			if err := os.MkdirAll(f.dir, 0o755); err != nil {
-				return fmt.Errorf("mailbox: %w", err)
-			}
-			dirs[f.dir] = true
+	dirs := map[string]int{}
+	defer func() {
+		for _, fd := range dirs {
+			unix.Close(fd)
 		}
-		if err := f.rename(); err != nil {
+	}()
+	for _, f := range files {
+		dfd, ok := dirs[f.dir]
+		if !ok {
+			if dfd, err = r.openDirFd(f.dir, true); err != nil {
+				return err
+			}
+			dirs[f.dir] = dfd
+		}
+		if err := r.place(tmpfd, dfd, f); err != nil {
 			return err
 		}
 	}
 	if bulk {
-		return syncFS(tmpDir)
+		return syncFS(tmpfd)
 	}
-	list := make([]string, 0, len(dirs))
-	for d := range dirs {
-		list = append(list, d)
+	type dir struct {
+		path string
+		fd   int
 	}
-	return forEach(list, syncDir)
+	list := make([]dir, 0, len(dirs))
+	for p, fd := range dirs {
+		list = append(list, dir{p, fd})
+	}
+	return forEach(list, func(d dir) error {
+		if err := unix.Fsync(d.fd); err != nil {
+			return fmt.Errorf("mailbox: fsync %s: %w", r.rel(d.path), err)
+		}
+		return nil
+	})
 }
 
 // syncfsThreshold is the batch size from which one syncfs(2) replaces an
 // fsync per file and per directory.
 const syncfsThreshold = 16
 
-// syncFS makes everything written to the file system holding dir durable.
-func syncFS(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("mailbox: %w", err)
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
+// syncFS makes everything written to the file system holding the folder
+// fd durable.
+func syncFS(fd int) error {
+	if err := unix.Syncfs(fd); err != nil {
 		return fmt.Errorf("mailbox: syncfs: %w", err)
 	}
 	return nil
 }
 
-func (f *fileWrite) writeTemp(tmpDir string) error {
+func (f *fileWrite) writeTemp(tmpfd int) error {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	f.tmp = filepath.Join(tmpDir, "w-"+hex.EncodeToString(rnd[:])+"-"+f.name)
-	fd, err := os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	name := "w-" + hex.EncodeToString(rnd[:]) + "-" + f.name
+	fd, err := unix.Openat(tmpfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, filePerm)
 	if err != nil {
-		f.tmp = ""
 		return fmt.Errorf("mailbox: stage %s: %w", f.name, err)
 	}
-	f.fd = fd
-	if _, err := fd.Write(f.data); err != nil {
+	f.tmp = name
+	f.fd = os.NewFile(uintptr(fd), name)
+	if _, err := f.fd.Write(f.data); err != nil {
 		return fmt.Errorf("mailbox: stage %s: %w", f.name, err)
 	}
 	return nil
@@ -142,74 +167,79 @@ func (f *fileWrite) syncTemp() error {
 	return nil
 }
 
-func (f *fileWrite) rename() error {
-	dst := f.path()
-	if f.replace {
-		if err := os.Rename(f.tmp, dst); err != nil {
-			return fmt.Errorf("mailbox: %w", err)
+// place renames a staged file into its folder. A name already taken is
+// looked at (sameFile): the same file is a duplicate, anything else an
+// error; the name is tried again if what held it is gone by then.
+func (r *fsRoot) place(tmpfd, dirfd int, f *fileWrite) error {
+	for range 3 {
+		err := renameAt(tmpfd, f.tmp, dirfd, f.name, f.replace)
+		if err == nil {
+			f.tmp = ""
+			return nil
 		}
-		f.tmp = ""
-		return nil
-	}
-	err := renameNoReplace(f.tmp, dst)
-	switch {
-	case err == nil:
-		f.tmp = ""
-	case errors.Is(err, os.ErrExist):
-		f.existed = true
-		os.Remove(f.tmp)
-		f.tmp = ""
-	default:
-		return fmt.Errorf("mailbox: %w", err)
-	}
-	return nil
-}
-
-// renameNoReplace renames old to new, failing with os.ErrExist when new
-// exists. It uses renameat2(RENAME_NOREPLACE) and falls back to link and
-// unlink on file systems without it.
-func renameNoReplace(old, new string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.EEXIST):
-		return &os.LinkError{Op: "rename", Old: old, New: new, Err: os.ErrExist}
-	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENOTSUP):
-		if err := os.Link(old, new); err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			return &os.PathError{Op: "mailbox: rename into", Path: r.rel(f.path()), Err: err}
+		}
+		same, err := r.sameFile(dirfd, f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed meanwhile: the name is free again
+		}
+		if err != nil {
 			return err
 		}
-		return os.Remove(old)
+		if same {
+			f.existed = true
+			unix.Unlinkat(tmpfd, f.tmp, 0)
+			f.tmp = ""
+			return nil
+		}
+		return &UnsafePathError{Path: r.rel(f.path()), What: "a different file", Write: true}
 	}
-	return &os.LinkError{Op: "rename", Old: old, New: new, Err: err}
+	return fmt.Errorf("mailbox: %s: the name is taken and freed again and again", r.rel(f.path()))
+}
+
+// sameFile reports whether the file at f's name is f: a regular file with
+// f's bytes, or one f.same accepts. Before, an existing name counted as a
+// duplicate whatever held it, so a link planted at the predictable name of
+// the next message made its writer report the message written while it
+// was dropped. A link or anything but a regular file is an
+// UnsafePathError; nothing it points to is read.
+func (r *fsRoot) sameFile(dirfd int, f *fileWrite) (bool, error) {
+	h, err := r.openFileAt(dirfd, f.name, f.path())
+	if err != nil {
+		var ue *UnsafePathError
+		if errors.As(err, &ue) {
+			ue.Write = true
+			return false, ue
+		}
+		return false, err
+	}
+	defer h.Close()
+	b, err := readAllBounded(h, r.rel(f.path()))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(b, f.data) || (f.same != nil && f.same(b)), nil
 }
 
 // writeFile makes one file durable in its final place.
-func writeFile(tmpDir, dir, name string, data []byte, replace bool) (existed bool, err error) {
+func (r *fsRoot) writeFile(dir, name string, data []byte, replace bool) (existed bool, err error) {
 	f := &fileWrite{dir: dir, name: name, data: data, replace: replace}
-	err = writeFiles(tmpDir, []*fileWrite{f})
+	err = r.writeFiles([]*fileWrite{f})
 	return f.existed, err
 }
 
-// removeDurably removes a file and fsyncs its directory.
-func removeDurably(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
+func (r *fsRoot) tmp() string { return filepath.Join(r.path, ".tmp") }
 
-func syncDir(dir string) error {
-	fd, err := os.Open(dir)
+// syncDir fsyncs the folder p of the mailbox.
+func (r *fsRoot) syncDir(p string) error {
+	fd, err := r.openDirFd(p, false)
 	if err != nil {
 		return err
 	}
-	err = fd.Sync()
-	if cerr := fd.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("mailbox: fsync %s: %w", dir, err)
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("mailbox: fsync %s: %w", r.rel(p), err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -169,7 +168,7 @@ func (mb *Mailbox) Done(ctx context.Context, id, agent string) (string, error) {
 		}
 		dir := mb.Dir(BoxArchive, m.Provider)
 		name := filepath.Base(s.path)
-		if _, err := writeFile(mb.Tmp(), dir, name, data, true); err != nil {
+		if _, err := mb.fs.writeFile(dir, name, data, true); err != nil {
 			return err
 		}
 		rel = mb.Rel(filepath.Join(dir, name))
@@ -185,7 +184,7 @@ func (mb *Mailbox) Done(ctx context.Context, id, agent string) (string, error) {
 	}
 	// The archive copy is durable and indexed: the inbox copy can go. A
 	// crash before this line leaves both, and Reconcile removes this one.
-	if err := removeDurably(mb.Abs(oldPath)); err != nil {
+	if err := mb.fs.remove(mb.Abs(oldPath)); err != nil {
 		mb.log.Warn("done: could not remove the inbox copy", "id", id, "err", err)
 	}
 	return rel, nil
@@ -235,7 +234,7 @@ func (mb *Mailbox) Fail(ctx context.Context, id, agent, reason string, retryable
 		}
 		dir := mb.Dir(BoxDeadletter, m.Provider)
 		name := filepath.Base(s.path)
-		if _, err := writeFile(mb.Tmp(), dir, name, data, true); err != nil {
+		if _, err := mb.fs.writeFile(dir, name, data, true); err != nil {
 			return err
 		}
 		res.Status, res.Path = StatusDead, mb.Rel(filepath.Join(dir, name))
@@ -251,7 +250,7 @@ func (mb *Mailbox) Fail(ctx context.Context, id, agent, reason string, retryable
 		return nil, err
 	}
 	if oldPath != "" {
-		if err := removeDurably(mb.Abs(oldPath)); err != nil {
+		if err := mb.fs.remove(mb.Abs(oldPath)); err != nil {
 			mb.log.Warn("fail: could not remove the inbox copy", "id", id, "err", err)
 		}
 	}
@@ -259,7 +258,7 @@ func (mb *Mailbox) Fail(ctx context.Context, id, agent, reason string, retryable
 }
 
 func (mb *Mailbox) decodeAt(rel string) (*schema.Message, error) {
-	b, err := os.ReadFile(mb.Abs(rel))
+	b, err := mb.fs.readFile(mb.Abs(rel))
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: %w", err)
 	}

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -140,9 +143,55 @@ func getMeta(db *sql.DB, key string) (string, error) {
 	return v, err
 }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// dbPerm is the mode of the state database, and so of its -wal and -shm
+// files (SQLite gives them the database's mode): the index holds every
+// subject and sender, which are not for others to read. SQLite itself
+// would create the database 0644.
+const dbPerm = 0o640
+
+// prepareDB makes the state database at path ready for SQLite, which opens
+// it by path: the database and its -wal and -shm files must be regular
+// files (not links SQLite would follow out of the mailbox); a missing
+// database is created empty with dbPerm (SQLite takes an empty file for a
+// new database), and one others could read, left by an earlier version,
+// loses those bits. fresh reports that there was no database.
+func prepareDB(r *fsRoot, path string, log *slog.Logger) (fresh bool, err error) {
+	dirfd, err := r.openDirFd(filepath.Dir(path), false)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(dirfd)
+	base := filepath.Base(path)
+	for _, name := range []string{base, base + "-wal", base + "-shm"} {
+		var st unix.Stat_t
+		err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			fresh = fresh || name == base
+			continue
+		case err != nil:
+			return false, &os.PathError{Op: "mailbox: stat", Path: r.rel(filepath.Join(filepath.Dir(path), name)), Err: err}
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			return false, &UnsafePathError{Path: r.rel(filepath.Join(filepath.Dir(path), name)), What: "a symbolic link"}
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return false, &UnsafePathError{Path: r.rel(filepath.Join(filepath.Dir(path), name)), What: "not a regular file"}
+		}
+		// Best effort: only the owner may chmod, and an agent running
+		// `courier list` as another user is not the owner.
+		if perm := uint32(st.Mode) & 0o777; perm&0o007 != 0 && unix.Fchmodat(dirfd, name, perm&^0o007, 0) == nil {
+			log.Info("the state database was readable by others; it no longer is", "file", r.rel(filepath.Join(filepath.Dir(path), name)))
+		}
+	}
+	if fresh {
+		fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, dbPerm)
+		switch {
+		case err == nil:
+			unix.Close(fd)
+		case !errors.Is(err, unix.EEXIST): // EEXIST: another process made it just now
+			return false, &os.PathError{Op: "mailbox: create", Path: r.rel(path), Err: err}
+		}
+	}
+	return fresh, nil
 }
 
 func nanos(t time.Time) int64 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/monoco/courier/schema"
 )
 
@@ -256,7 +258,7 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 	}
 	dir := mb.Dir(box, d.Provider)
 	name := filepath.Base(queuedRel)
-	if _, err := writeFile(mb.Tmp(), dir, name, data, true); err != nil {
+	if _, err := mb.fs.writeFile(dir, name, data, true); err != nil {
 		return "", err
 	}
 	rel := mb.Rel(filepath.Join(dir, name))
@@ -270,7 +272,7 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 	if err != nil {
 		return "", fmt.Errorf("mailbox: finish delivery of %s: %w", d.ID, err)
 	}
-	if err := removeDurably(mb.Abs(queuedRel)); err != nil {
+	if err := mb.fs.remove(mb.Abs(queuedRel)); err != nil {
 		mb.log.Warn("could not remove a delivered draft from outbound", "path", queuedRel, "err", err)
 	}
 	return rel, nil
@@ -280,7 +282,8 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 // draft, or it sits in a folder that is not a provider's) from outbound/ to
 // .deadletter/, unchanged, with the reason in <name>.reason beside it. It
 // is never deleted. rel is relative to the workspace; the file keeps its
-// path below outbound/.
+// path below outbound/. The file is moved, never opened: a link is moved
+// as the link, and nothing it points to is read or copied.
 func (mb *Mailbox) SetAside(ctx context.Context, rel, reason string) (string, error) {
 	out := filepath.Join(mb.Mailbox(), string(BoxOutbound))
 	src := mb.Abs(rel)
@@ -289,29 +292,42 @@ func (mb *Mailbox) SetAside(ctx context.Context, rel, reason string) (string, er
 		return "", fmt.Errorf("mailbox: set aside: %s is not in outbound/", rel)
 	}
 	dst := filepath.Join(mb.Mailbox(), string(BoxDeadletter), sub)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	srcDir, err := mb.fs.openDir(filepath.Dir(src), false)
+	if err != nil {
 		return "", fmt.Errorf("mailbox: set aside: %w", err)
 	}
+	defer srcDir.Close()
+	// The file must still be there (a watch event may come late), whatever
+	// it is; it is not followed.
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(srcDir.Fd()), filepath.Base(src), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return "", &os.PathError{Op: "mailbox: set aside", Path: rel, Err: err}
+	}
+	dstDir, err := mb.fs.openDir(filepath.Dir(dst), true)
+	if err != nil {
+		return "", fmt.Errorf("mailbox: set aside: %w", err)
+	}
+	defer dstDir.Close()
 	note := fmt.Sprintf("%s\nset aside by courier at %s from %s\n", reason, mb.now().Format(time.RFC3339), rel)
-	if _, err := writeFile(mb.Tmp(), filepath.Dir(dst), filepath.Base(dst)+".reason", []byte(note), true); err != nil {
+	if _, err := mb.fs.writeFile(filepath.Dir(dst), filepath.Base(dst)+".reason", []byte(note), true); err != nil {
 		return "", err
 	}
 	// Never replace a file already set aside under this name.
 	for i := 1; ; i++ {
-		err := renameNoReplace(src, dst)
+		err := renameAt(int(srcDir.Fd()), filepath.Base(src), int(dstDir.Fd()), filepath.Base(dst), false)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("mailbox: set aside: %w", err)
+			return "", &os.PathError{Op: "mailbox: set aside", Path: rel, Err: err}
 		}
 		dst = filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s.%d", filepath.Base(sub), i))
 	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
-		return "", err
+	if err := dstDir.Sync(); err != nil {
+		return "", fmt.Errorf("mailbox: set aside: fsync: %w", err)
 	}
-	if err := syncDir(filepath.Dir(src)); err != nil {
-		return "", err
+	if err := srcDir.Sync(); err != nil {
+		return "", fmt.Errorf("mailbox: set aside: fsync: %w", err)
 	}
 	// Drop whatever the index knew of it.
 	var id string
@@ -327,9 +343,10 @@ func (mb *Mailbox) SetAside(ctx context.Context, rel, reason string) (string, er
 
 // IndexQueued indexes a file found in outbound/ that the index does not
 // know (queued by hand, or while the database was away). It returns the
-// draft, or an error saying why it is not a valid draft for that folder.
+// draft, or an error saying why it is not a valid draft for that folder;
+// a link or anything but a regular file is an UnsafePathError, unread.
 func (mb *Mailbox) IndexQueued(ctx context.Context, rel string) (*schema.Draft, error) {
-	data, err := os.ReadFile(mb.Abs(rel))
+	data, err := mb.fs.readFile(mb.Abs(rel))
 	if err != nil {
 		return nil, err
 	}

@@ -73,26 +73,54 @@ func (l Layout) Abs(rel string) string { return filepath.Join(l.Root, filepath.F
 var ErrNotInitialized = errors.New("mailbox: no mailbox here (run `courier init`)")
 
 // Init creates the layout of DESIGN §1 under root. It is idempotent and
-// leaves existing files alone.
+// leaves existing files alone. Folders are made 0750 (see dirPerm); below
+// the mailbox folder they are made through the root, so a link in their
+// place is an error rather than a folder made wherever it points.
 func Init(root string) error {
 	l := Layout{Root: root}
-	dirs := []string{l.Tmp(), l.State(), l.Dropzone(), filepath.Dir(l.Config())}
+	for _, d := range []string{l.Mailbox(), l.Dropzone(), filepath.Dir(l.Config())} {
+		if err := os.MkdirAll(d, dirPerm); err != nil {
+			return fmt.Errorf("mailbox: init: %w", err)
+		}
+	}
+	r, err := openRoot(l.Mailbox(), l.Rel)
+	if err != nil {
+		return fmt.Errorf("mailbox: init: %w", err)
+	}
+	defer r.close()
+	dirs := []string{l.Tmp(), l.State()}
 	for _, b := range Boxes {
 		for _, p := range schema.Implemented {
 			dirs = append(dirs, l.Dir(b, p))
 		}
 	}
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := r.mkdirAll(d); err != nil {
 			return fmt.Errorf("mailbox: init: %w", err)
 		}
 	}
-	for _, d := range []string{l.Mailbox(), l.Monoco(), filepath.Join(l.Mailbox(), string(BoxDeadletter))} {
-		if err := syncDir(d); err != nil {
+	for _, d := range []string{l.Mailbox(), filepath.Join(l.Mailbox(), string(BoxDeadletter))} {
+		if err := r.syncDir(d); err != nil {
 			return fmt.Errorf("mailbox: init: %w", err)
 		}
+	}
+	if err := syncPath(l.Monoco()); err != nil {
+		return fmt.Errorf("mailbox: init: %w", err)
 	}
 	return nil
+}
+
+// syncPath fsyncs the folder at path (outside the mailbox folder).
+func syncPath(path string) error {
+	fd, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = fd.Sync()
+	if cerr := fd.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Initialized reports whether root holds a mailbox.

@@ -36,6 +36,7 @@ type Options struct {
 type Mailbox struct {
 	Layout
 	db   *sql.DB
+	fs   *fsRoot // every file below the mailbox folder goes through it
 	opts Options
 	log  *slog.Logger
 }
@@ -70,21 +71,30 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 		return nil, ErrNotInitialized
 	}
 	l := Layout{Root: root}
-	if err := os.MkdirAll(l.State(), 0o755); err != nil {
-		return nil, fmt.Errorf("mailbox: %w", err)
-	}
-	if err := os.MkdirAll(l.Tmp(), 0o755); err != nil {
-		return nil, fmt.Errorf("mailbox: %w", err)
-	}
-	fresh := !fileExists(l.DB())
-	db, err := openDB(l.DB(), o.BusyTimeout)
+	fsr, err := openRoot(l.Mailbox(), l.Rel)
 	if err != nil {
 		return nil, err
 	}
-	mb := &Mailbox{Layout: l, db: db, opts: o, log: o.Logger}
+	for _, d := range []string{l.State(), l.Tmp()} {
+		if err := fsr.mkdirAll(d); err != nil {
+			fsr.close()
+			return nil, err
+		}
+	}
+	fresh, err := prepareDB(fsr, l.DB(), o.Logger)
+	if err != nil {
+		fsr.close()
+		return nil, err
+	}
+	db, err := openDB(l.DB(), o.BusyTimeout)
+	if err != nil {
+		fsr.close()
+		return nil, err
+	}
+	mb := &Mailbox{Layout: l, db: db, fs: fsr, opts: o, log: o.Logger}
 	v, err := getMeta(db, "version")
 	if err != nil {
-		db.Close()
+		mb.Close()
 		return nil, fmt.Errorf("mailbox: state database: %w", dbError(err))
 	}
 	if fresh || v != strconv.Itoa(dbVersion) {
@@ -93,20 +103,24 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 			// The derived tables are rebuilt and delivery attempts start
 			// over; claims and checkpoints stay.
 			if _, err := db.Exec(`DROP TABLE IF EXISTS messages; DROP TABLE IF EXISTS keys; DROP TABLE IF EXISTS deliveries;` + ddl); err != nil {
-				db.Close()
+				mb.Close()
 				return nil, fmt.Errorf("mailbox: migrate state database: %w", dbError(err))
 			}
 		}
 		if _, err := mb.Reindex(context.Background()); err != nil {
-			db.Close()
+			mb.Close()
 			return nil, err
 		}
 	}
 	return mb, nil
 }
 
-// Close closes the state database.
-func (mb *Mailbox) Close() error { return mb.db.Close() }
+// Close closes the state database and the mailbox folder.
+func (mb *Mailbox) Close() error {
+	err := mb.db.Close()
+	mb.fs.close()
+	return err
+}
 
 // DB returns the state database, for packages that keep state beside the
 // mailbox's own (the outbound engine's delivery table).
@@ -114,18 +128,25 @@ func (mb *Mailbox) DB() *sql.DB { return mb.db }
 
 func (mb *Mailbox) now() time.Time { return mb.opts.Now().UTC() }
 
-// ReadFile returns the bytes of the file of an id, wherever it is.
+// ReadFile returns the bytes of the file of an id, wherever it is. The
+// file must be a regular file reached without a link (see confine.go): a
+// link put in its place is an UnsafePathError, and its target is not read.
 func (mb *Mailbox) ReadFile(ctx context.Context, id string) ([]byte, *Entry, error) {
 	e, err := mb.Get(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := os.ReadFile(mb.Abs(e.Path))
+	b, err := mb.fs.readFile(mb.Abs(e.Path))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, e, fmt.Errorf("mailbox: the index names %s but the file is gone (run `courier reindex`): %w", e.Path, &NotFoundError{ID: id})
 	}
 	return b, e, err
 }
+
+// ReadPath reads a file of the mailbox by its path relative to the
+// workspace (as the index and Due name it), refusing links and anything
+// but a regular file with an UnsafePathError.
+func (mb *Mailbox) ReadPath(rel string) ([]byte, error) { return mb.fs.readFile(mb.Abs(rel)) }
 
 // Message reads and decodes the inbound message of an id.
 func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *Entry, error) {

@@ -123,8 +123,8 @@ func TestWriteInbound(t *testing.T) {
 		t.Errorf("files = %v, want %v", got, want)
 	}
 	fi, err := os.Stat(filepath.Join(root, ".monoco/mailbox", want[0]))
-	if err != nil || fi.Mode().Perm() != 0o444 {
-		t.Errorf("mode = %v, %v; want 0444", fi.Mode().Perm(), err)
+	if err != nil || fi.Mode().Perm() != 0o440 {
+		t.Errorf("mode = %v, %v; want 0440", fi.Mode().Perm(), err)
 	}
 	data, _ := os.ReadFile(filepath.Join(root, ".monoco/mailbox", want[0]))
 	if m, err := schema.Decode(data); err != nil || m.ID != a.ID || m.Body != "first\n" {

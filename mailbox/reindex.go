@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/monoco/courier/schema"
 )
 
@@ -33,57 +35,49 @@ type found struct {
 	id   string
 }
 
-// listFiles lists the mailbox files of every box and provider folder.
+// listFiles lists the mailbox files of every box and provider folder. A
+// link where a provider folder should be is reported in skipped, and not
+// followed.
 func (mb *Mailbox) listFiles() ([]found, []string, error) {
 	var out []found
 	var skipped []string
 	for _, b := range Boxes {
 		base := filepath.Join(mb.Mailbox(), string(b))
-		provs, err := os.ReadDir(base)
+		provs, err := mb.fs.readDir(base)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("mailbox: %w", err)
+			return nil, nil, err
 		}
 		for _, pd := range provs {
+			dir := filepath.Join(base, pd.Name())
+			if pd.Type()&os.ModeSymlink != 0 {
+				skipped = append(skipped, mb.Rel(dir)+": a symbolic link, not followed")
+				continue
+			}
 			if !pd.IsDir() {
 				continue
 			}
-			dir := filepath.Join(base, pd.Name())
 			if !schema.Provider(pd.Name()).Valid() {
 				skipped = append(skipped, mb.Rel(dir)+": not a provider folder")
 				continue
 			}
-			names, err := readNames(dir)
+			ents, err := mb.fs.readDir(dir)
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, n := range names {
-				_, id, ok := ParseFileName(n)
+			for _, e := range ents {
+				_, id, ok := ParseFileName(e.Name())
 				if !ok {
 					continue
 				}
-				p := filepath.Join(dir, n)
+				p := filepath.Join(dir, e.Name())
 				out = append(out, found{box: b, path: p, rel: mb.Rel(p), id: id})
 			}
 		}
 	}
 	return out, skipped, nil
-}
-
-func readNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("mailbox: %w", err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("mailbox: %w", err)
-	}
-	sort.Strings(names)
-	return names, nil
 }
 
 // boxRank orders copies of one id: a crash during done or delivery can
@@ -144,7 +138,7 @@ func (mb *Mailbox) parseFiles(ctx context.Context, files []found) <-chan parsed 
 }
 
 func (mb *Mailbox) parseFile(f found) parsed {
-	b, err := os.ReadFile(f.path)
+	b, err := mb.fs.readFile(f.path)
 	if err != nil {
 		return parsed{f: f, err: err}
 	}
@@ -300,7 +294,7 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 	st.Removed = len(gone)
 	// The winning copies are durable and indexed: the stale ones can go.
 	for _, f := range stale {
-		if err := removeDurably(f.path); err != nil {
+		if err := mb.fs.remove(f.path); err != nil {
 			mb.log.Warn("could not remove a stale copy", "path", f.rel, "err", err)
 			continue
 		}
@@ -317,17 +311,22 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 // cleanTmp removes temporary files of interrupted writes older than age.
 // Younger ones may belong to a write in progress in another process.
 func (mb *Mailbox) cleanTmp(age time.Duration) {
-	entries, err := os.ReadDir(mb.Tmp())
+	d, err := mb.fs.openDir(mb.Tmp(), false)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return
 	}
 	cutoff := time.Now().Add(-age)
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasPrefix(e.Name(), "w-") {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "w-") {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
-			os.Remove(filepath.Join(mb.Tmp(), e.Name()))
+			unix.Unlinkat(int(d.Fd()), e.Name(), 0)
 		}
 	}
 }

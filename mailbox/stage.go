@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/monoco/courier/schema"
 )
 
@@ -44,7 +46,7 @@ func (mb *Mailbox) Stage(group string, seq uint64, msgs []Inbound) error {
 		}
 		files[i] = &fileWrite{dir: dir, name: fmt.Sprintf("%020d_%s.json", seq+uint64(i), in.Message.ID), data: b}
 	}
-	return writeFiles(mb.Tmp(), files)
+	return mb.fs.writeFiles(files)
 }
 
 // StagedGroups returns every staged group with its messages in order.
@@ -52,28 +54,28 @@ func (mb *Mailbox) Stage(group string, seq uint64, msgs []Inbound) error {
 // for a person to look at).
 func (mb *Mailbox) StagedGroups() (groups map[string][]Inbound, bad []string, err error) {
 	base := filepath.Join(mb.Tmp(), "debounce")
-	dirs, err := os.ReadDir(base)
+	dirs, err := mb.fs.readDir(base)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("mailbox: %w", err)
+		return nil, nil, err
 	}
 	groups = map[string][]Inbound{}
 	for _, d := range dirs {
 		if !d.IsDir() {
 			continue
 		}
-		names, err := readNames(filepath.Join(base, d.Name()))
+		ents, err := mb.fs.readDir(filepath.Join(base, d.Name()))
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, n := range names {
-			if !strings.HasSuffix(n, ".json") {
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".json") {
 				continue
 			}
-			p := filepath.Join(base, d.Name(), n)
-			in, err := readStaged(p)
+			p := filepath.Join(base, d.Name(), e.Name())
+			in, err := mb.readStaged(p)
 			if err != nil {
 				bad = append(bad, mb.Rel(p)+": "+err.Error())
 				continue
@@ -84,8 +86,8 @@ func (mb *Mailbox) StagedGroups() (groups map[string][]Inbound, bad []string, er
 	return groups, bad, nil
 }
 
-func readStaged(p string) (Inbound, error) {
-	b, err := os.ReadFile(p)
+func (mb *Mailbox) readStaged(p string) (Inbound, error) {
+	b, err := mb.fs.readFile(p)
 	if err != nil {
 		return Inbound{}, err
 	}
@@ -104,22 +106,35 @@ func readStaged(p string) (Inbound, error) {
 // durable in the mailbox.
 func (mb *Mailbox) Unstage(group string) error {
 	dir := mb.stageDir(group)
-	names, err := readNames(dir)
+	d, err := mb.fs.openDir(dir, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("mailbox: unstage: %w", err)
 	}
 	for _, n := range names {
 		if strings.HasSuffix(n, ".json") {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := unix.Unlinkat(int(d.Fd()), n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 				return fmt.Errorf("mailbox: unstage: %w", err)
 			}
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	parent, err := mb.fs.openDir(filepath.Dir(dir), false)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	if err := unix.Unlinkat(int(parent.Fd()), filepath.Base(dir), unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("mailbox: unstage: %w", err)
 	}
-	return syncDir(filepath.Dir(dir))
+	if err := parent.Sync(); err != nil {
+		return fmt.Errorf("mailbox: unstage: fsync: %w", err)
+	}
+	return nil
 }

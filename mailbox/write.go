@@ -27,7 +27,9 @@ type Inbound struct {
 // So a checkpoint is never saved before the files it covers are durable, and
 // a crash between 2 and 3 leaves complete files that Reconcile indexes (and
 // that a redelivery finds by name). written[i] reports whether msgs[i] was
-// written (false: a duplicate).
+// written (false: a duplicate). A name taken by anything but that message
+// (a link, another file) fails the batch with an UnsafePathError, and no
+// checkpoint moves: the source delivers it again once the way is clear.
 func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Checkpoint) (written []bool, err error) {
 	written = make([]bool, len(msgs))
 	var files []*fileWrite
@@ -67,14 +69,14 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 		}
 		dir := mb.Dir(BoxInbound, m.Provider)
 		name := FileName(m.Timestamp.Time, m.ID)
-		files = append(files, &fileWrite{dir: dir, name: name, data: data})
+		files = append(files, &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)})
 		r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
 		r.keys = append(r.keys, in.Keys...)
 		rows = append(rows, r)
 		idx = append(idx, i)
 	}
 	if len(files) > 0 {
-		if err := writeFiles(mb.Tmp(), files); err != nil {
+		if err := mb.fs.writeFiles(files); err != nil {
 			return nil, err
 		}
 	}
@@ -102,6 +104,17 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	return written, nil
 }
 
+// sameMessage accepts a file found at a message's name as that message
+// when it is a valid message with its id: written before a crash kept it
+// out of the index, and normalised again now (received_at differs). Any
+// other file there is in the way and fails the write (see sameFile).
+func sameMessage(id string) func([]byte) bool {
+	return func(existing []byte) bool {
+		m, err := schema.Decode(existing)
+		return err == nil && m.ID == id
+	}
+}
+
 // Queue writes a draft into outbound/<provider>/ and indexes it. The draft
 // must have its id, provider and created_at set.
 func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
@@ -114,7 +127,7 @@ func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
 	}
 	dir := mb.Dir(BoxOutbound, d.Provider)
 	name := FileName(d.CreatedAt.Time, d.ID)
-	existed, err := writeFile(mb.Tmp(), dir, name, data, false)
+	existed, err := mb.fs.writeFile(dir, name, data, false)
 	if err != nil {
 		return "", err
 	}
