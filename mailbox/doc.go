@@ -17,8 +17,14 @@
 //     its own timestamp in UTC, written into .tmp/, fsynced, renamed into
 //     place (never over an existing file), and its directory fsynced: a
 //     reader never sees a partial file and a crash never leaves one. Files
-//     are 0444. An inbound file is never rewritten; done writes a new file
-//     in archive/ (with processed_at) and only then removes the inbound one.
+//     are 0440 and folders 0750 whatever the umask (agents read through
+//     the group; others nothing). An inbound file is never rewritten; done
+//     writes a new file in archive/ (with processed_at) and only then
+//     removes the inbound one.
+//   - Nothing below .monoco/mailbox is reached through a symbolic link
+//     (confine.go): a link where a folder or a file should be is refused,
+//     never followed, and a name already taken is compared with what was
+//     to be written instead of being taken for a duplicate.
 //   - The database holds what the files cannot: claims, failure counts and
 //     adapter checkpoints; and what can be derived from them: the index
 //     (id → file, thread, correlation) and dedupe keys. Reindex rebuilds the
