@@ -33,6 +33,14 @@ type Event struct {
 	// keys come from headers that may be missing or start mid-thread
 	// (email: seed 003 alone splits such threads).
 	JoinKnownThread bool
+	// UnverifiedSender marks a message whose sender the provider could
+	// not authenticate: anyone can write an email's From (email: no DKIM
+	// or SPF pass aligned with the From domain, see metadata.extra.auth).
+	// Such a message inherits a correlation id only from a message its
+	// sender took part in (the parent's From, To, Cc or Bcc), so that a
+	// stranger cannot steer an agent's task by replying to it. Chat
+	// providers leave it false: the platform authenticates their senders.
+	UnverifiedSender bool
 }
 
 // Checkpoint is a Source's position, stored under a key of its own (for

@@ -21,6 +21,15 @@
 // the service mounts its handler at /webhook/<provider> and gives it the
 // Sink.
 //
+// Senders. The pipeline takes a message's sender to be who the message
+// says unless its Event is marked UnverifiedSender. A chat platform
+// authenticates its users, so Lark and Slack events leave it unset; a
+// provider whose senders can be forged sets it for every message whose
+// sender it could not verify (email: Courier's own DKIM check and the
+// trusted hosts' Authentication-Results, recorded in metadata.extra.auth).
+// An unverified sender inherits a correlation id only from a message it
+// took part in.
+//
 // Outbound, a Sender delivers one Attempt at a queued Draft. Its error says
 // whether to try again: wrap it with Temporary (optionally with a
 // Retry-After) or Permanent. An error that is neither is treated as

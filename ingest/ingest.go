@@ -16,7 +16,10 @@
 //     joins the parent's thread (seed 003 keys a reply whose References
 //     start mid-thread, or that has only In-Reply-To, by its parent); a
 //     message that answers, edits or recalls a message carrying a
-//     correlation id, or one Courier sent, inherits that correlation id.
+//     correlation id, or one Courier sent, inherits that correlation id,
+//     unless its event is marked UnverifiedSender and its sender is not
+//     among that message's participants (From, To, Cc, Bcc): a forged
+//     From must not attach a stranger's mail to an agent's task.
 //   - Debounce. Events marked Debounce with the same provider, session,
 //     thread and sender within Window merge into one file, flushed at most
 //     MaxWait after the first; the merged ids go to metadata.extra.merged_ids.
@@ -43,6 +46,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
 )
 
 // Debounce configures merging of IM messages. A zero Window turns it off.
@@ -455,7 +459,7 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 		c.duplicates.Add(1)
 		return nil
 	}
-	if err := p.enrich(ctx, m, ev.JoinKnownThread, w.local); err != nil {
+	if err := p.enrich(ctx, m, ev, w.local); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -657,9 +661,9 @@ func (p *Pipeline) lookup(ctx context.Context, key string, local map[string]*sch
 }
 
 // enrich applies thread and correlation inheritance.
-func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, joinKnown bool, local map[string]*schema.Message) error {
+func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Event, local map[string]*schema.Message) error {
 	targets := []string{string(m.ReplyTo), m.Metadata.Extra.Edits, m.Metadata.Extra.Recalls, string(m.ThreadRoot)}
-	if joinKnown {
+	if ev.JoinKnownThread {
 		// Join the thread of the parent, else of the root, when the
 		// mailbox knows them (Event.JoinKnownThread).
 		for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
@@ -695,13 +699,94 @@ func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, joinKnown bool
 			if err != nil {
 				return err
 			}
-			if r != nil && r.correlation != "" {
-				m.CorrelationID = schema.NullString(r.correlation)
-				break
+			if r == nil || r.correlation == "" {
+				continue
 			}
+			if ev.UnverifiedSender {
+				ok, err := p.tookPart(ctx, m.Participants.From, t, local)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					p.log.Info("correlation id not inherited: the sender is not verified and did not take part in the message answered",
+						"id", m.ID, "from", m.Participants.From.ID, "parent", t)
+					continue
+				}
+			}
+			m.CorrelationID = schema.NullString(r.correlation)
+			break
 		}
 	}
 	return nil
+}
+
+// tookPart reports whether sender is among the participants of the message
+// or draft key names: its From, To, Cc or Bcc. Participants are compared
+// by id and email address, in threading's normal form.
+func (p *Pipeline) tookPart(ctx context.Context, sender schema.Participant, key string, local map[string]*schema.Message) (bool, error) {
+	own := map[string]bool{}
+	for _, s := range []string{sender.ID, sender.Email} {
+		if n := threading.NormalizeAddress(s); n != "" {
+			own[n] = true
+		}
+	}
+	if len(own) == 0 {
+		return false, nil
+	}
+	in := func(ids ...string) bool {
+		for _, s := range ids {
+			if own[threading.NormalizeAddress(s)] {
+				return true
+			}
+		}
+		return false
+	}
+	inParticipants := func(ps schema.Participants) bool {
+		all := append([]schema.Participant{ps.From}, ps.To...)
+		all = append(append(all, ps.Cc...), ps.Bcc...)
+		for _, x := range all {
+			if in(x.ID, x.Email) {
+				return true
+			}
+		}
+		return false
+	}
+	if m := local[key]; m != nil {
+		return inParticipants(m.Participants), nil
+	}
+	id, ok, err := p.mb.Lookup(ctx, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	e, err := p.mb.Get(ctx, id)
+	if err != nil {
+		return false, ignoreNotFound(err)
+	}
+	// A file that is gone or does not parse counts as one the sender did
+	// not take part in: failing would stop ingestion behind it for good.
+	if e.Direction == schema.Outbound {
+		d, _, err := p.mb.Draft(ctx, id)
+		if err != nil {
+			p.log.Warn("cannot read the draft answered; its correlation id is not inherited", "id", id, "err", err)
+			return false, nil
+		}
+		return in(d.Recipients()...), nil
+	}
+	pm, _, err := p.mb.Message(ctx, id)
+	if err != nil {
+		p.log.Warn("cannot read the message answered; its correlation id is not inherited", "id", id, "err", err)
+		return false, nil
+	}
+	return inParticipants(pm.Participants), nil
+}
+
+// ignoreNotFound makes a message that is gone (between the index and its
+// lookup) count as one the sender did not take part in.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, mailbox.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // groupName is the staging name of a message's debounce group: provider,
