@@ -175,12 +175,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		return fmt.Errorf("outbound: watch: %w", err)
 	}
 	base := filepath.Join(e.mb.Mailbox(), string(mailbox.BoxOutbound))
-	if err := os.MkdirAll(base, 0o755); err != nil {
+	if err := os.MkdirAll(base, 0o750); err != nil {
 		w.Close()
 		return fmt.Errorf("outbound: %w", err)
 	}
 	for _, p := range e.enab {
-		os.MkdirAll(e.mb.Dir(mailbox.BoxOutbound, p), 0o755)
+		os.MkdirAll(e.mb.Dir(mailbox.BoxOutbound, p), 0o750)
 	}
 	if err := e.watchAll(w, base); err != nil {
 		w.Close()
@@ -275,7 +275,9 @@ func (e *Engine) run(w *fsnotify.Watcher) {
 				continue
 			}
 			if filepath.Dir(ev.Name) == base {
-				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+				// Lstat: a link to a folder elsewhere is not watched (scan
+				// sets it aside).
+				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 					w.Add(ev.Name)
 				}
 				e.scan(ctx)
@@ -389,9 +391,12 @@ func (e *Engine) noteFile(ctx context.Context, path string) {
 			return
 		}
 	}
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Lstat(path); err != nil {
 		return // gone already (delivered, or moved by someone)
 	}
+	// A link or a FIFO is refused unread (mailbox.UnsafePathError): the
+	// reason then names the path only. Only a regular file inside the
+	// workspace is parsed, and only what its parse says is quoted.
 	if _, err := e.mb.IndexQueued(ctx, rel); err != nil {
 		e.setAside(ctx, path, "not a valid queued draft: "+oneLine(err.Error()))
 		return
@@ -472,7 +477,14 @@ func (e *Engine) dispatch(ctx context.Context) {
 func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	ctx := context.Background()
 	log := e.log.With("id", due.ID, "provider", due.Provider, "attempt", attempts)
-	data, err := os.ReadFile(e.mb.Abs(due.Path))
+	data, err := e.mb.ReadPath(due.Path)
+	if errors.Is(err, mailbox.ErrUnsafePath) {
+		// Replaced by a link (to a secret, say) since it was queued: set
+		// aside as it is, unread, never retried.
+		e.setAside(ctx, e.mb.Abs(due.Path), "the queued draft cannot be read: "+oneLine(err.Error()))
+		e.observeFail(due.Provider, true)
+		return
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		log.Warn("outbound: queued draft was removed before it was sent")
 		if err := e.mb.Forget(ctx, due.ID); err != nil {
