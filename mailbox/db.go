@@ -90,7 +90,7 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	// its file name, a resend).
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := openWAL("file:" + path + "?" + q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: open state database: %w", err)
 	}

@@ -29,6 +29,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// ReadOnly opens the mailbox for reading only, for a user who may
+	// read it but not write it (an agent while the service is the only
+	// writer): nothing is created, migrated or rebuilt, and a database
+	// that would need it is ErrReadOnlyRebuild.
+	ReadOnly bool
 }
 
 // Mailbox is an open mailbox: its layout and its state database. It is safe
@@ -66,6 +71,9 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ReadOnly {
+		return openReadOnly(root, o)
 	}
 	if !Initialized(root) {
 		return nil, ErrNotInitialized
