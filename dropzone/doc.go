@@ -5,7 +5,7 @@
 // A dropzone is one directory, normally <workspace>/.monoco/dropzone:
 //
 //	dropzone/
-//	├── sha256/ab/ab12…ef   # one read-only (0444) file per distinct content
+//	├── sha256/ab/ab12…ef   # one read-only (0440) file per distinct content
 //	└── .tmp/               # staging for writes not yet committed
 //
 // An object's id is "sha256:" followed by the 64 lowercase hex digits of the
@@ -29,6 +29,18 @@
 // is complete and synced before it is renamed there, and rename is atomic.
 // Two batches committing the same content concurrently both succeed and leave
 // one intact file.
+//
+// # Integrity
+//
+// An object is deduped against only once its bytes are checked: Put hashes
+// the object already stored under the id it computed, and when that object
+// is damaged (its hash is not its id, whatever its size) the new copy is
+// committed over it, which repairs it. Readers ([Store.Open], [Batch.Open])
+// do not hash what they open: agents read objects by path, bypassing any
+// check this package could make, and Courier's own reads (an attachment
+// being sent, up to the artifact limit) would pay a second full read for a
+// damage that only the owner of the files, or the disk, can cause; the
+// write path is where a bad object would otherwise be made permanent.
 //
 // Between Put and Commit, [Batch.Open] reads a staged object back from its
 // temporary file (read-only), so that a caller can stream a message into the

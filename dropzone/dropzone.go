@@ -38,9 +38,11 @@ const (
 	tmpDir     = ".tmp"
 	tmpPrefix  = "put-"
 
-	dirPerm    = 0o755
+	// Readable by the group agents belong to, never by others, whatever
+	// the umask (the umask may take more away).
+	dirPerm    = 0o750
 	tmpDirPerm = 0o700
-	objectPerm = 0o444 // also the mode temp files are created with
+	objectPerm = 0o440 // also the mode temp files are created with
 
 	copyBufSize = 64 << 10
 	// syncWorkers bounds the fsyncs a Commit runs at once. Several in flight
@@ -468,10 +470,11 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 
 	hx := hex.EncodeToString(h.Sum(nil))
 	it := item{obj: Object{ID: idPrefix + hx, Path: objectPath(hx), Size: n}, tmp: tmp}
-	if s.stored(it.obj) {
+	if s.intact(it.obj) {
 		// Already durable at its final path (Commit syncs before renaming):
 		// nothing to sync or rename, only the directory to sync at Commit in
-		// case the rename that put it there is not yet durable.
+		// case the rename that put it there is not yet durable. A damaged
+		// object keeps the temp file, which Commit renames over it.
 		s.removeTemp(tmp)
 		it.tmp = ""
 	}
@@ -549,6 +552,31 @@ func (s *Store) openRegular(name, id string) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("dropzone: %s: changed while opening, again and again", id)
+}
+
+// intact reports whether o is stored and holds o's bytes: a regular file
+// of o's size at o's final path whose SHA-256 is o's. Size alone was
+// trusted before, so an object damaged in place (a bit flip, a partial
+// copy back from a backup, a write by hand) was deduped against forever:
+// every later put of that content pointed at the bad bytes. Reading the
+// object back costs a read of data that is usually in the page cache,
+// against the fsync a fresh write needs.
+func (s *Store) intact(o Object) bool {
+	if !s.stored(o) {
+		return false
+	}
+	f, err := s.openRegular(o.Path, o.ID)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	if n, err := io.CopyBuffer(h, io.LimitReader(f, o.Size+1), *bp); err != nil || n != o.Size {
+		return false
+	}
+	return idPrefix+hex.EncodeToString(h.Sum(nil)) == o.ID
 }
 
 // stored reports whether a regular file of o's size is at o's final path.

@@ -173,8 +173,8 @@ func TestPut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fi.Mode() != 0o444 {
-				t.Errorf("mode = %v, want -r--r--r--", fi.Mode())
+			if fi.Mode() != 0o440 {
+				t.Errorf("mode = %v, want -r--r-----", fi.Mode())
 			}
 			abs, err := s.Abs(o.ID)
 			if err != nil {
