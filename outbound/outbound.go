@@ -515,6 +515,12 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		return
 	}
 	for i, a := range d.Artifacts {
+		if a.ID == "" {
+			// Only `courier send` reads local files, under its attach
+			// rules; a dropped draft's path is never opened here.
+			e.fail(ctx, log, due, d, attempts, adapters.Permanent(fmt.Errorf("artifacts[%d] names a local path (%s), which only `courier send` copies into the dropzone; the service sends dropzone objects only", i, a.Path)))
+			return
+		}
 		if e.opts.Dropzone != nil && !e.opts.Dropzone.Has(a.ID) {
 			e.fail(ctx, log, due, d, attempts, fmt.Errorf("artifact %d (%s, %s) is no longer in the dropzone", i, a.Name, a.ID))
 			return

@@ -74,7 +74,17 @@ func (r *Resolver) resolveAccount(d *schema.Draft, parent *adapters.Parent, acco
 		acct := &r.Accounts[i]
 		if account == "" || acct.Name == account {
 			d.Email.Account = acct.Name
-			if len(acct.Addresses) > 0 {
+			if d.Email.From != "" {
+				// The draft picks one of the account's own addresses (an
+				// alias); any other would be sent as a forgery, and the
+				// Sender refuses it: say so now, at the field.
+				from, err := fromAddress(&Account{Name: acct.Name, Addresses: acct.Addresses}, d)
+				if err != nil {
+					return src.Errorf("email.from", "%s is not an address of account %s (%s): a draft is sent only from its account's own addresses",
+						d.Email.From, acct.Name, strings.Join(acct.Addresses, ", "))
+				}
+				d.Email.From = from
+			} else if len(acct.Addresses) > 0 {
 				d.Email.From = acct.Addresses[0]
 			}
 			return nil

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/emersion/go-message"
@@ -120,6 +121,9 @@ func (s *Sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	}
 	acct, err := s.account(name)
 	if err != nil {
+		return adapters.Receipt{}, adapters.Permanent(err)
+	}
+	if err := checkHeaders(d); err != nil {
 		return adapters.Receipt{}, adapters.Permanent(err)
 	}
 	// The message is written straight into DATA (attachments stream from
@@ -323,14 +327,9 @@ func dialSMTP(ctx context.Context, srv Server, timeout time.Duration) (c *smtp.C
 // Date, Message-ID and threading headers come from the draft (fixed when it
 // was queued), so every attempt sends the same message.
 func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, error) {
-	from := ""
-	if d.Email != nil && d.Email.From != "" {
-		from = d.Email.From
-	} else if len(acct.Addresses) > 0 {
-		from = acct.Addresses[0]
-	}
-	if from == "" {
-		return "", adapters.Permanent(fmt.Errorf("email: account %q has no address to send from (courier.adapters.email.accounts[].addresses)", acct.Name))
+	from, err := fromAddress(acct, d)
+	if err != nil {
+		return "", err
 	}
 	var h gomail.Header
 	h.SetAddressList("From", []*gomail.Address{{Name: acct.DisplayName, Address: from}})
@@ -377,6 +376,93 @@ func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, e
 		return "", err
 	}
 	return from, nil
+}
+
+// fromAddress is the address a draft goes out from: its email.from when
+// that is one of its account's own addresses (spelt as the config spells
+// it), else the account's first. A draft in outbound/ need not come from
+// `courier send`, which sets From from the account: whoever can write the
+// folder can drop one there, and mail "from ceo@corp.test" would leave
+// under the account's login. So From is never taken on the draft's word.
+func fromAddress(acct *Account, d *schema.Draft) (string, error) {
+	if d.Email == nil || d.Email.From == "" {
+		if len(acct.Addresses) == 0 {
+			return "", adapters.Permanent(fmt.Errorf("email: account %q has no address to send from (courier.adapters.email.accounts[].addresses)", acct.Name))
+		}
+		return acct.Addresses[0], nil
+	}
+	want := d.Email.From
+	if a, err := mail.ParseAddress(want); err == nil {
+		want = a.Address // "Name <addr>" names addr
+	}
+	for _, own := range acct.Addresses {
+		if strings.EqualFold(own, want) {
+			return own, nil
+		}
+	}
+	return "", adapters.Permanent(fmt.Errorf("email: email.from %q is not an address of account %q (%s): a draft is sent only from its account's own addresses (courier.adapters.email.accounts[].addresses)",
+		d.Email.From, acct.Name, strings.Join(acct.Addresses, ", ")))
+}
+
+// maxMsgID bounds one message id, so that its header line stays under
+// RFC 5322's 998 characters (an id cannot be folded).
+const maxMsgID = 900
+
+// checkHeaders refuses what a draft would put into header fields that
+// `courier send` fixes but a draft dropped into outbound/ may forge: a
+// Message-ID (the idempotency key) that is not <id@domain>, and message
+// ids (In-Reply-To, References, an inline part's Content-ID) or a media
+// type that would break their field or add another: a line break in one
+// is a Bcc: header, a space or a ">" a second id.
+func checkHeaders(d *schema.Draft) error {
+	switch {
+	case d.IdempotencyKey == "":
+		return errors.New("email: the draft has no Message-ID (idempotency_key); queue drafts with `courier send`, which fixes one")
+	case !validMsgID(d.IdempotencyKey, true):
+		return fmt.Errorf("email: idempotency_key %q is not a Message-ID (<id@domain>)", d.IdempotencyKey)
+	}
+	if d.Email != nil {
+		if irt := d.Email.InReplyTo; irt != "" && !validMsgID(irt, false) {
+			return fmt.Errorf("email: email.in_reply_to %q is not a message id (<id@domain>)", irt)
+		}
+		for i, r := range d.Email.References {
+			if !validMsgID(r, false) {
+				return fmt.Errorf("email: email.references[%d] %q is not a message id (<id@domain>)", i, r)
+			}
+		}
+	}
+	for i, a := range d.Artifacts {
+		if a.ContentID != "" && !validMsgID("<"+strings.Trim(a.ContentID, "<>")+">", false) {
+			return fmt.Errorf("email: artifacts[%d].content_id %q is not a content id (id@domain)", i, a.ContentID)
+		}
+		if a.MimeType != "" {
+			if _, _, err := mime.ParseMediaType(a.MimeType); err != nil || strings.ContainsAny(a.MimeType, "\r\n") {
+				return fmt.Errorf("email: artifacts[%d].mime_type %q is not a media type", i, a.MimeType)
+			}
+		}
+	}
+	return nil
+}
+
+// validMsgID reports whether s is "<...>" holding no space, control
+// character or angle bracket, and not too long. Strict also wants the
+// id@domain form Courier makes; ids from the mail answered are taken as
+// their senders wrote them (some have no "@").
+func validMsgID(s string, strict bool) bool {
+	if len(s) < 3 || len(s) > maxMsgID || s[0] != '<' || s[len(s)-1] != '>' {
+		return false
+	}
+	in := s[1 : len(s)-1]
+	for _, r := range in {
+		if r <= ' ' || r == 0x7f || r == '<' || r == '>' || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError {
+			return false
+		}
+	}
+	if !strict {
+		return true
+	}
+	local, domain, ok := strings.Cut(in, "@")
+	return ok && local != "" && domain != "" && !strings.Contains(domain, "@")
 }
 
 func addressList(rs schema.Recipients) ([]*gomail.Address, error) {
