@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/mail"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -216,6 +217,7 @@ type Config struct {
 type Courier struct {
 	Root     string   `yaml:"root"`
 	HTTP     HTTP     `yaml:"http"`
+	Socket   Socket   `yaml:"socket"`
 	Log      Log      `yaml:"log"`
 	Debounce Debounce `yaml:"debounce"`
 	Limits   Limits   `yaml:"limits"`
@@ -227,6 +229,32 @@ type Courier struct {
 // HTTP is the service's HTTP endpoint (/health, /metrics, webhooks).
 type HTTP struct {
 	Listen string `yaml:"listen"`
+}
+
+// Socket is the service's Unix socket (DESIGN §7): while the service
+// runs, agents' writing verbs (send, claim, done, fail) reach it there, so
+// that it is the only writer of the mailbox.
+type Socket struct {
+	// Path is where the service listens, relative to the workspace
+	// unless absolute. Agents connect if they may write the socket (mode
+	// 0660: its folder's group, or the service's) and traverse its folder.
+	Path string `yaml:"path"`
+}
+
+// DefaultSocket is the socket's path in a workspace unless the config
+// names another.
+const DefaultSocket = ".monoco/run/courier.sock"
+
+// SocketPath returns the socket's absolute path in the workspace root.
+func (c *Config) SocketPath(root string) string {
+	p := c.Courier.Socket.Path
+	if p == "" {
+		p = DefaultSocket
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(root, p)
 }
 
 // Log configures logging.
@@ -241,11 +269,24 @@ type Debounce struct {
 	MaxWaitMS int `yaml:"max_wait_ms"`
 }
 
+// minTextBytes is the smallest max_text_bytes: a file keeps at least the
+// start of a long mail.
+const minTextBytes = 4096
+
 // Limits bounds what Courier accepts.
 type Limits struct {
 	MaxDraftBytes    int64 `yaml:"max_draft_bytes"`
 	MaxArtifactBytes int64 `yaml:"max_artifact_bytes"`
 	MaxMessageBytes  int64 `yaml:"max_message_bytes"` // a whole inbound email
+	// MaxTextBytes is how much decoded text one inbound message file
+	// keeps (content.text, content.html, content.markdown and the body
+	// together); the rest of each goes on in text artifacts, so a 120 MB
+	// HTML mail is a file an agent can read and nothing is lost.
+	MaxTextBytes int64 `yaml:"max_text_bytes"`
+	// NormalizeConcurrency is how many inbound messages are parsed and
+	// rendered at once, across the receivers and IMAP accounts; each takes
+	// memory in proportion to max_text_bytes. 0: one a CPU, at most 4.
+	NormalizeConcurrency int `yaml:"normalize_concurrency"`
 }
 
 // Mailbox configures claims.
@@ -263,6 +304,17 @@ type Outbound struct {
 	Concurrency    int      `yaml:"concurrency"`
 	SendTimeout    Duration `yaml:"send_timeout"`
 	ShutdownGrace  Duration `yaml:"shutdown_grace"`
+	// AttachRoots are the folders, besides the workspace, that a draft's
+	// artifact path may name files in: a draft can be written by a
+	// prompt-injected agent, so `courier send` copies nothing from
+	// elsewhere (not /etc/shadow, not ~/.ssh). Relative ones start from the
+	// workspace of the config file, as root does; AttachRootDirs resolves
+	// them.
+	AttachRoots []string `yaml:"attach_roots"`
+	// AttachHidden lets artifact paths name hidden files and folders (a
+	// name starting with "."): .env, .git, .ssh hold secrets, so they are
+	// refused by default. The workspace's .monoco/ is refused even then.
+	AttachHidden bool `yaml:"attach_hidden"`
 }
 
 // Adapters holds each provider's section.
@@ -277,6 +329,14 @@ type Email struct {
 	Enabled  bool      `yaml:"enabled"`
 	Receiver Receiver  `yaml:"receiver"`
 	Accounts []Account `yaml:"accounts"`
+	// AuthservIDs are the authserv-ids of the hosts (your MTA) whose
+	// Authentication-Results header fields are trusted for SPF, DKIM and
+	// DMARC results; those of any other host may be forged.
+	AuthservIDs []string `yaml:"authserv_ids"`
+	// TrustUnverified treats senders that could not be verified (no
+	// aligned DKIM or SPF pass) as verified: personal_eligible and
+	// correlation inheritance no longer require it.
+	TrustUnverified bool `yaml:"trust_unverified"`
 
 	// Upstream's flat single-account keys.
 	IMAPServer   string   `yaml:"imap_server"`
@@ -287,6 +347,9 @@ type Email struct {
 	Password     Secret   `yaml:"password"`
 	PasswordFile string   `yaml:"password_file"`
 	PollInterval Duration `yaml:"poll_interval"`
+	// AllowPlaintextAuth is the flat keys' allow_plaintext_auth (smtp_port
+	// 25 means no TLS): see SMTP.AllowPlaintextAuth.
+	AllowPlaintextAuth bool `yaml:"allow_plaintext_auth"`
 }
 
 // Receiver is the embedded SMTP/LMTP receiver.
@@ -297,6 +360,18 @@ type Receiver struct {
 	// Addresses are the receiver's own addresses, dropped from
 	// participants like an account's.
 	Addresses []string `yaml:"addresses"`
+	// AllowFrom are the networks (CIDR, or single addresses) the receiver
+	// takes connections from; others get 554 at connect. Empty: any.
+	AllowFrom []string `yaml:"allow_from"`
+	// What one client may hold of the receiver: sessions at once, in all
+	// and from one address (an IPv6 /64; not on a Unix socket), beyond
+	// which it is answered 421 and an MTA retries; a session's whole life;
+	// the wait for each command line, and for a DATA or BDAT transfer from
+	// its command. 0 takes the default.
+	MaxSessions      int      `yaml:"max_sessions"`        // 100
+	MaxSessionsPerIP int      `yaml:"max_sessions_per_ip"` // 10
+	MaxSessionTime   Duration `yaml:"max_session_time"`    // 10m
+	ReadTimeout      Duration `yaml:"read_timeout"`        // 5m
 }
 
 // Account is one email account.
@@ -327,6 +402,10 @@ type IMAP struct {
 	MarkSeen           bool     `yaml:"mark_seen"`
 	MoveTo             string   `yaml:"move_to"`
 	SentFolder         string   `yaml:"sent_folder"` // for append_sent
+
+	// AllowPlaintextAuth lets tls: none log in to a host that is not on
+	// loopback: the password then crosses the network in clear text.
+	AllowPlaintextAuth bool `yaml:"allow_plaintext_auth"`
 }
 
 // SMTP is an account's submission server.
@@ -341,6 +420,10 @@ type SMTP struct {
 	Auth               string `yaml:"auth"`        // plain | login | none
 	Hostname           string `yaml:"hostname"`    // EHLO name
 	AppendSent         bool   `yaml:"append_sent"` // copy to the IMAP Sent folder
+
+	// AllowPlaintextAuth lets tls: none log in to a host that is not on
+	// loopback: the password then crosses the network in clear text.
+	AllowPlaintextAuth bool `yaml:"allow_plaintext_auth"`
 }
 
 // Lark is the Lark (Feishu) adapter.
@@ -389,6 +472,9 @@ func (c *Config) applyDefaults() {
 	if cc.HTTP.Listen == "" {
 		cc.HTTP.Listen = "127.0.0.1:8644"
 	}
+	if cc.Socket.Path == "" {
+		cc.Socket.Path = DefaultSocket
+	}
 	if cc.Log.Level == "" {
 		cc.Log.Level = "info"
 	}
@@ -406,6 +492,9 @@ func (c *Config) applyDefaults() {
 	}
 	if cc.Limits.MaxMessageBytes == 0 {
 		cc.Limits.MaxMessageBytes = 150 << 20
+	}
+	if cc.Limits.MaxTextBytes == 0 {
+		cc.Limits.MaxTextBytes = 4 << 20
 	}
 	if cc.Mailbox.ClaimTimeout == 0 {
 		cc.Mailbox.ClaimTimeout = Duration(300 * time.Second)
@@ -438,6 +527,18 @@ func (c *Config) applyDefaults() {
 	e := &cc.Adapters.Email
 	if e.Receiver.Hostname == "" {
 		e.Receiver.Hostname = "localhost"
+	}
+	if e.Receiver.MaxSessions == 0 {
+		e.Receiver.MaxSessions = 100
+	}
+	if e.Receiver.MaxSessionsPerIP == 0 {
+		e.Receiver.MaxSessionsPerIP = 10
+	}
+	if e.Receiver.MaxSessionTime == 0 {
+		e.Receiver.MaxSessionTime = Duration(10 * time.Minute)
+	}
+	if e.Receiver.ReadTimeout == 0 {
+		e.Receiver.ReadTimeout = Duration(5 * time.Minute)
 	}
 	for i := range e.Accounts {
 		a := &e.Accounts[i]
@@ -818,7 +919,8 @@ func (c *Config) flatAccount(line func(string) int) schema.Errors {
 	}
 	acct := Account{Name: "default"}
 	if e.IMAPServer != "" {
-		acct.IMAP = &IMAP{Host: e.IMAPServer, Port: e.IMAPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile, PollInterval: e.PollInterval}
+		acct.IMAP = &IMAP{Host: e.IMAPServer, Port: e.IMAPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile, PollInterval: e.PollInterval,
+			AllowPlaintextAuth: e.AllowPlaintextAuth}
 		if e.PollInterval != 0 {
 			acct.IMAP.Mode = "poll"
 		}
@@ -827,7 +929,8 @@ func (c *Config) flatAccount(line func(string) int) schema.Errors {
 		}
 	}
 	if e.SMTPServer != "" {
-		acct.SMTP = &SMTP{Host: e.SMTPServer, Port: e.SMTPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile}
+		acct.SMTP = &SMTP{Host: e.SMTPServer, Port: e.SMTPPort, Username: e.Username, Password: e.Password, PasswordFile: e.PasswordFile,
+			AllowPlaintextAuth: e.AllowPlaintextAuth}
 		switch e.SMTPPort {
 		case 465:
 			acct.SMTP.TLS = "implicit"
@@ -854,8 +957,10 @@ func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
 	cc := &c.Courier
 	k.service(cc)
 	k.receiver(&cc.Adapters.Email.Receiver)
+	k.authservIDs(cc.Adapters.Email.AuthservIDs)
 	k.accounts(cc.Adapters.Email.Accounts)
 	if secrets {
+		k.plaintextAuth(&cc.Adapters.Email)
 		k.lark(&cc.Adapters.Lark)
 		k.slack(&cc.Adapters.Slack)
 	}
@@ -878,6 +983,12 @@ func (k *checker) service(cc *Courier) {
 	if _, _, err := net.SplitHostPort(cc.HTTP.Listen); err != nil {
 		k.bad("courier.http.listen", "%q is not host:port", cc.HTTP.Listen)
 	}
+	switch p := cc.Socket.Path; {
+	case strings.HasPrefix(p, "~"):
+		k.bad("courier.socket.path", "%q: ~ is not expanded here; write the absolute path", p)
+	case strings.HasSuffix(p, "/") || strings.ContainsRune(p, 0):
+		k.bad("courier.socket.path", "%q is not a file path", p)
+	}
 	switch cc.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -894,11 +1005,39 @@ func (k *checker) service(cc *Courier) {
 	if cc.Limits.MaxDraftBytes < 0 || cc.Limits.MaxArtifactBytes < 0 || cc.Limits.MaxMessageBytes < 0 {
 		k.bad("courier.limits", "limits must not be negative")
 	}
+	if t := cc.Limits.MaxTextBytes; t < minTextBytes || t > schema.MaxReadText {
+		// Above the bound, `read`, reindex and `send` would cut the text
+		// of new files as they do that of files written before it.
+		k.bad("courier.limits.max_text_bytes", "%d is not between %d and %d (what every reader of a message file takes from it)", t, minTextBytes, schema.MaxReadText)
+	}
+	if cc.Limits.NormalizeConcurrency < 0 {
+		k.bad("courier.limits.normalize_concurrency", "must not be negative (0: one a CPU, at most 4)")
+	}
 	if cc.Outbound.MaxAttempts < 1 {
 		k.bad("courier.outbound.max_attempts", "must be at least 1")
 	}
 	if cc.Outbound.Concurrency < 1 {
 		k.bad("courier.outbound.concurrency", "must be at least 1")
+	}
+	for i, r := range cc.Outbound.AttachRoots {
+		k.attachRoot(fmt.Sprintf("courier.outbound.attach_roots[%d]", i), r)
+	}
+}
+
+// attachRoot checks one folder of outbound.attach_roots. Lexically only:
+// `courier send` opens it, and says so if it cannot.
+func (k *checker) attachRoot(path, r string) {
+	switch {
+	case strings.TrimSpace(r) == "":
+		k.bad(path, "empty folder")
+	case strings.HasPrefix(r, "~"):
+		k.bad(path, "%q: ~ is not expanded here; write the folder's absolute path", r)
+	default:
+		for _, sys := range []string{"/proc", "/sys", "/dev"} {
+			if c := filepath.Clean(r); c == sys || strings.HasPrefix(c, sys+"/") {
+				k.bad(path, "%q is under %s, whose files are never attached", r, sys)
+			}
+		}
 	}
 }
 
@@ -919,6 +1058,48 @@ func (k *checker) receiver(r *Receiver) {
 	for i, a := range r.Addresses {
 		if !schema.ValidEmail(a) {
 			k.bad(fmt.Sprintf("%s.receiver.addresses[%d]", emailPath, i), "%q is not an email address", a)
+		}
+	}
+	for i, n := range r.AllowFrom {
+		if _, err := ParsePrefix(n); err != nil {
+			k.bad(fmt.Sprintf("%s.receiver.allow_from[%d]", emailPath, i), "%v", err)
+		}
+	}
+	if r.MaxSessions < 0 {
+		k.bad(emailPath+".receiver.max_sessions", "%d: must be at least 1 (or 0 for the default, 100)", r.MaxSessions)
+	}
+	if r.MaxSessionsPerIP < 0 {
+		k.bad(emailPath+".receiver.max_sessions_per_ip", "%d: must be at least 1 (or 0 for the default, 10)", r.MaxSessionsPerIP)
+	}
+	// Under a second no real client keeps up; a negative one is a typo.
+	if d := r.MaxSessionTime.D(); d != 0 && d < time.Second {
+		k.bad(emailPath+".receiver.max_session_time", "%v: must be at least 1s (or 0 for the default, 10m)", d)
+	}
+	if d := r.ReadTimeout.D(); d != 0 && d < time.Second {
+		k.bad(emailPath+".receiver.read_timeout", "%v: must be at least 1s (or 0 for the default, 5m)", d)
+	}
+}
+
+// ParsePrefix reads one network of receiver.allow_from: a CIDR prefix
+// ("192.0.2.0/24", "2001:db8::/32") or a single address (a /32 or /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is neither a network (192.0.2.0/24) nor an address", s)
+}
+
+// authservIDs checks courier.adapters.email.authserv_ids: each one token,
+// as RFC 8601 §2.5 writes an authserv-id (a host name, usually).
+func (k *checker) authservIDs(ids []string) {
+	for i, id := range ids {
+		if id == "" || strings.ContainsAny(id, " \t;()\"") {
+			k.bad(fmt.Sprintf("%s.authserv_ids[%d]", emailPath, i), "%q is not an authserv-id (one token, such as mx.example.com)", id)
 		}
 	}
 }
@@ -1065,6 +1246,26 @@ func (c *Config) RootDir(cwd string) string {
 	if filepath.IsAbs(r) {
 		return r
 	}
+	return filepath.Clean(filepath.Join(c.baseDir(cwd), r))
+}
+
+// AttachRootDirs returns outbound.attach_roots as absolute, clean paths,
+// relative ones taken from the same folder as root's.
+func (c *Config) AttachRootDirs(cwd string) []string {
+	out := make([]string, 0, len(c.Courier.Outbound.AttachRoots))
+	for _, r := range c.Courier.Outbound.AttachRoots {
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(c.baseDir(cwd), r)
+		}
+		out = append(out, filepath.Clean(r))
+	}
+	return out
+}
+
+// baseDir is the folder relative paths of the config start from: the
+// config file's workspace (the folder holding .monoco/), else the file's
+// folder, else cwd (the embedded default).
+func (c *Config) baseDir(cwd string) string {
 	base := cwd
 	if c.Path != "" {
 		// .monoco/config/courier.yaml: the workspace is two levels up.
@@ -1075,5 +1276,5 @@ func (c *Config) RootDir(cwd string) string {
 			base = dir
 		}
 	}
-	return filepath.Clean(filepath.Join(base, r))
+	return base
 }
