@@ -292,7 +292,10 @@ func TestSendRefusals(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, ".monoco/config/courier.yaml"), []byte("courier:\n  limits: {max_draft_bytes: 2000}\n"), 0o644)
 	outbound := filepath.Join(ws, ".monoco/mailbox/outbound")
 	tmp := filepath.Join(ws, ".monoco/mailbox/.tmp")
-	dir := t.TempDir()
+	// Drafts in the workspace, so that their artifact paths may be read
+	// (the attach policy's own refusals are TestAttachAttacks').
+	dir := filepath.Join(ws, "drafts")
+	os.Mkdir(dir, 0o755)
 	tests := []struct {
 		name, draft string
 		args        []string
@@ -335,7 +338,8 @@ func TestSendRefusals(t *testing.T) {
 
 func TestSendQuickAndArtifacts(t *testing.T) {
 	ws := newWorkspace(t)
-	dir := t.TempDir()
+	dir := filepath.Join(ws, "work") // attachments come from the workspace
+	os.Mkdir(dir, 0o755)
 	pdf := filepath.Join(dir, "report.pdf")
 	os.WriteFile(pdf, []byte("%PDF-1.4 pretend"), 0o644)
 	// Quick mode, dry run first: nothing written anywhere.

@@ -39,6 +39,16 @@ deliver. Errors name the field and the line. The provider, recipients,
 correlation id, thread and (email) reply headers are resolved from the
 message answered (reply_to) when the draft does not give them.
 
+Attachments: an artifact's path (relative to the draft's folder) and
+--attach FILE (relative to the current folder) are copied into the
+dropzone. They may name only a regular file beneath the workspace or a
+folder of courier.outbound.attach_roots, reached without a symbolic link
+that leads out of it; never under /proc, /sys or /dev, never in the
+workspace's .monoco/, and no hidden file or folder (.env, .ssh, ...)
+unless courier.outbound.attach_hidden is true. Anything else is refused
+with exit 65, naming the field (or --attach) and why; nothing is queued
+and nothing copied. --dry-run checks the same.
+
 Quick mode needs no file:  courier send --provider lark --to oc_123 --text "Fixed"`,
 		Example: `  courier send reply.md
   courier send reply.md --dry-run
@@ -131,6 +141,9 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	if f.correlation != "" {
 		d.CorrelationID = schema.NullString(f.correlation)
 	}
+	// Files given with --attach are held to the same rules as a draft's
+	// paths (resolveArtifacts); their errors name the flag.
+	flagged := map[int]string{}
 	for _, x := range f.attach {
 		if _, err := dropzone.ParseID(x); err == nil {
 			d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x})
@@ -143,6 +156,7 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 		if err != nil {
 			return withCode(exitNoInput, fmt.Errorf("--attach %s: %w", x, errors.Unwrap(err)))
 		}
+		flagged[len(d.Artifacts)] = x
 		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{Path: abs})
 	}
 	mb, err := a.mailbox()
@@ -159,7 +173,7 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	if err := d.Validate(src); err != nil {
 		return withFile(err, name)
 	}
-	if err := a.resolveArtifacts(d, src, baseDir, f.dryRun); err != nil {
+	if err := a.resolveArtifacts(d, src, baseDir, f.dryRun, flagged); err != nil {
 		return withFile(err, name)
 	}
 	d.Status = ""
@@ -353,8 +367,13 @@ func (s providerSet) guess(to []string) schema.Provider {
 }
 
 // resolveArtifacts copies artifacts given by local path into the dropzone
-// and checks those given by id.
-func (a *app) resolveArtifacts(d *schema.Draft, src *schema.Source, baseDir string, dryRun bool) error {
+// and checks those given by id. A path must pass the attach policy
+// (attach.go); the file copied is the one checked, still open. Every copy
+// goes into one batch, committed only when every artifact is resolved:
+// a refusal leaves nothing in the dropzone. fromFlag maps the index of an
+// artifact that came from --attach to what the flag said, so that its
+// error names the flag (a draft's name their field and line).
+func (a *app) resolveArtifacts(d *schema.Draft, src *schema.Source, baseDir string, dryRun bool, fromFlag map[int]string) error {
 	if len(d.Artifacts) == 0 {
 		return nil
 	}
@@ -362,41 +381,32 @@ func (a *app) resolveArtifacts(d *schema.Draft, src *schema.Source, baseDir stri
 	if err != nil {
 		return err
 	}
+	policy, err := a.attachPolicy()
+	if err != nil {
+		return err
+	}
+	if baseDir, err = filepath.Abs(baseDir); err != nil {
+		return err
+	}
+	batch := dz.NewBatch()
+	committed := false
+	defer func() {
+		if !committed {
+			batch.Abort()
+		}
+	}()
 	for i := range d.Artifacts {
 		art := &d.Artifacts[i]
 		p := fmt.Sprintf("artifacts[%d]", i)
+		refuse := func(format string, args ...any) error {
+			if x, ok := fromFlag[i]; ok {
+				return withCode(exitDataErr, fmt.Errorf("--attach %s: %s", x, fmt.Sprintf(format, args...)))
+			}
+			return src.Errorf(p+".path", format, args...)
+		}
 		if art.Path != "" {
-			local := art.Path
-			if !filepath.IsAbs(local) {
-				local = filepath.Join(baseDir, local)
-			}
-			fi, err := os.Stat(local)
-			if err != nil {
-				return src.Errorf(p+".path", "cannot read %s: %v", art.Path, errors.Unwrap(err))
-			}
-			if !fi.Mode().IsRegular() {
-				return src.Errorf(p+".path", "%s is not a regular file", art.Path)
-			}
-			if art.Name == "" {
-				art.Name = dropzone.SanitizeName(filepath.Base(local))
-			}
-			if max := a.cfg.Courier.Limits.MaxArtifactBytes; max > 0 && fi.Size() > max {
-				return src.Errorf(p+".path", "%s is %d bytes, over the artifact limit of %d (courier.limits.max_artifact_bytes)", art.Path, fi.Size(), max)
-			}
-			if art.MimeType == "" {
-				art.MimeType = sniffType(local, art.Name)
-			}
-			if dryRun {
-				art.Size = fi.Size()
-			} else {
-				obj, err := dz.PutFile(local)
-				if err != nil {
-					if errors.Is(err, dropzone.ErrTooLarge) {
-						return src.Errorf(p+".path", "%v", err)
-					}
-					return err
-				}
-				art.ID, art.Size, art.Path = obj.ID, obj.Size, ""
+			if err := a.copyArtifact(art, policy, baseDir, batch, dryRun, refuse); err != nil {
+				return err
 			}
 		} else {
 			obj, err := dz.Stat(art.ID)
@@ -412,20 +422,55 @@ func (a *app) resolveArtifacts(d *schema.Draft, src *schema.Source, baseDir stri
 			art.Type = schema.ArtifactTypeOf(art.MimeType, art.Name)
 		}
 	}
+	if dryRun {
+		return nil
+	}
+	committed = true
+	return batch.Commit()
+}
+
+// copyArtifact opens the file an artifact's path names, if the policy
+// allows it, and streams it into the batch (or only measures it, for a
+// dry run).
+func (a *app) copyArtifact(art *schema.DraftArtifact, policy *attachPolicy, baseDir string, batch *dropzone.Batch, dryRun bool, refuse func(string, ...any) error) error {
+	f, err := policy.open(art.Path, baseDir)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	defer f.Close()
+	if art.Name == "" {
+		art.Name = dropzone.SanitizeName(filepath.Base(f.abs))
+	}
+	size := f.info.Size()
+	if max := a.cfg.Courier.Limits.MaxArtifactBytes; max > 0 && size > max {
+		return refuse("%s is %d bytes, over the artifact limit of %d (courier.limits.max_artifact_bytes)", art.Path, size, max)
+	}
+	if art.MimeType == "" {
+		art.MimeType = sniffType(f.File, art.Name)
+	}
+	if dryRun {
+		art.Size = size
+		return nil
+	}
+	obj, err := batch.Put(f)
+	if err != nil {
+		if errors.Is(err, dropzone.ErrTooLarge) {
+			return refuse("%s: %v", art.Path, err)
+		}
+		return err
+	}
+	art.ID, art.Size, art.Path = obj.ID, obj.Size, ""
 	return nil
 }
 
-func sniffType(path, name string) string {
+// sniffType names the type of an attachment by its name, else by its
+// first bytes, read at their offset so that the copy still starts at 0.
+func sniffType(f *os.File, name string) string {
 	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
 		return t
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "application/octet-stream"
-	}
-	defer f.Close()
 	buf := make([]byte, 512)
-	n, _ := io.ReadFull(f, buf)
+	n, _ := f.ReadAt(buf, 0)
 	return http.DetectContentType(buf[:n])
 }
 

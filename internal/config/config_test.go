@@ -148,6 +148,9 @@ func TestErrors(t *testing.T) {
 		{"enabled without token", "courier:\n  adapters:\n    slack:\n      enabled: true\n      app_token: xapp\n", 3, "courier.adapters.slack.bot_token", "required"},
 		{"syntax", "courier:\n  http: {listen: [\n", 2, "", "YAML syntax error"},
 		{"duplicate account", "courier:\n  adapters:\n    email:\n      accounts:\n        - {name: a, smtp: {host: h}}\n        - {name: a, smtp: {host: h}}\n", 6, "courier.adapters.email.accounts[1].name", "used twice"},
+		{"attach root under /proc", "courier:\n  outbound:\n    attach_roots: [/srv/reports, /proc/self]\n", 3, "courier.outbound.attach_roots[1]", "under /proc, whose files are never attached"},
+		{"attach root with ~", "courier:\n  outbound:\n    attach_roots:\n      - ~/reports\n", 4, "courier.outbound.attach_roots[0]", "~ is not expanded"},
+		{"empty attach root", "courier:\n  outbound:\n    attach_roots: [\"\"]\n", 3, "courier.outbound.attach_roots[0]", "empty folder"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,6 +192,16 @@ func TestLoad(t *testing.T) {
 	}
 	if got := c.RootDir("/elsewhere"); got != dir {
 		t.Errorf("RootDir = %s, want the workspace %s", got, dir)
+	}
+	// attach_roots: a relative folder starts from the same place as root
+	// (the workspace this file is in), not from the current folder.
+	os.WriteFile(p, []byte("courier:\n  outbound:\n    attach_roots: [../shared, /srv/reports/]\n"), 0o644)
+	if c, err = config.Load(p, config.LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(filepath.Dir(dir), "shared"), "/srv/reports"}
+	if got := c.AttachRootDirs("/elsewhere"); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("AttachRootDirs = %q, want %q", got, want)
 	}
 }
 
