@@ -47,8 +47,44 @@
 //     auto_submitted, precedence, x_mailer and the top-level content_type.
 //   - metadata.extra: account, folder, uid, uidvalidity,
 //     external_participants and personal_eligible (threading.Participants
-//     of From, Reply-To, To, Cc, Bcc less NormalizeOptions.Own), raw (the
-//     message as received, in the dropzone), synthetic_id, parse_error.
+//     of From, Reply-To, To, Cc, Bcc less NormalizeOptions.Own; eligible
+//     only when the sender is verified, below), raw (the message as
+//     received, in the dropzone), synthetic_id, parse_error, auth.
+//
+// # Who sent it (metadata.extra.auth)
+//
+// Anyone can write a From. auth records what backs it, each value marked
+// by where it comes from (schema.Auth):
+//
+//   - dkim, dkim_signatures: Courier's own verification of the
+//     DKIM-Signature fields (go-msgauth), reading the raw message again from
+//     the dropzone, its header held in memory up to 1 MiB and its body
+//     streamed through the hashes; at most 5 signatures. Keys come from DNS
+//     (VerifierOptions.LookupTXT, 5 s a lookup, cached 10 minutes, failures
+//     1 minute, 1,024 names at most). A key that does not exist is
+//     permerror; a lookup without an answer is temperror, honestly: the
+//     message is written all the same.
+//   - spf, dmarc, trusted_dkim and authserv_id: from Authentication-Results
+//     fields whose authserv-id is configured (authserv_ids), only those from
+//     the topmost one down to the next Received field: every MTA prepends
+//     its Received field (RFC 5321 §4.4) and its results, so what lies below
+//     came with the message and may be forged, even naming our host when
+//     the MTA does not delete such fields as RFC 8601 §5 asks.
+//     untrusted_authserv_ids lists the others' ids, never their results.
+//   - verified, verified_by: the From domain (one From address only) is
+//     aligned with a passing signature Courier checked, or with a trusted
+//     DMARC, SPF (smtp.mailfrom) or DKIM (header.d) pass. Alignment is
+//     relaxed (RFC 7489): the same organisational domain by the Public
+//     Suffix List, private suffixes included (example.co.uk and
+//     other.co.uk are not aligned, nor two github.io users).
+//   - envelope (receiver): MAIL FROM, RCPT TO (64 listed), client_ip and
+//     helo, as the client said them. return_path, delivered_to: those
+//     header fields, as the delivering MTA wrote them (IMAP mail has no
+//     envelope of ours).
+//
+// An unverified sender is not personal_eligible, and its event is marked
+// adapters.Event.UnverifiedSender, so that it inherits a correlation id
+// only from a message it took part in; trust_unverified turns both off.
 //
 // # MIME
 //

@@ -35,7 +35,12 @@ type IMAPOptions struct {
 	Dropzone    *dropzone.Store
 	MaxArtifact int64
 	MaxMessage  int64 // larger messages are written with their headers only
-	Logger      *slog.Logger
+	// Bounds bound the text a message file keeps and how many messages
+	// normalise at once, shared with the provider's other sources.
+	Bounds *Bounds
+	Logger *slog.Logger
+	// Verifier checks who sent each message (metadata.extra.auth).
+	Verifier *Verifier
 	// Progress receives backfill progress lines (a terminal); nil is silent.
 	Progress io.Writer
 	// Heartbeat is how often IDLE is interrupted for a NOOP, so that a dead

@@ -305,7 +305,7 @@ func (s *IMAPSource) fetchBodies(ic *imapConn, c *fetched, set imap.UIDSet, sect
 		return errors.Join(readErr, err)
 	}
 	for _, r := range results {
-		c.events = append(c.events, adapters.Event{Message: r.m})
+		c.events = append(c.events, adapters.Event{Message: r.m, UnverifiedSender: s.opts.Verifier.UnverifiedSender(r.m)})
 		c.done = append(c.done, r.uid)
 	}
 	if err := cmd.Close(); err != nil {
@@ -395,7 +395,8 @@ func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder
 	}
 	m, err := Normalize(r, batch, *fm.obj, NormalizeOptions{
 		Account: s.opts.Account, Folder: folder, Own: s.opts.Addresses, ReceivedAt: fm.internal.UTC(),
-		UID: uint32(fm.uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact,
+		UID: uint32(fm.uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact, Verifier: s.opts.Verifier,
+		Bounds: s.opts.Bounds,
 	})
 	if err != nil {
 		return nil, err
@@ -406,6 +407,7 @@ func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder
 			note = string(m.Metadata.Extra.ParseError) + "; " + note
 		}
 		m.Metadata.Extra.ParseError = schema.Text(note)
+		bodyNotFetched(m.Metadata.Extra.Auth)
 	}
 	return m, nil
 }

@@ -39,6 +39,15 @@ type NormalizeOptions struct {
 	// part over it is skipped and noted in parse_error; the message is not
 	// failed.
 	MaxArtifact int64
+	// Verifier establishes who sent the message (metadata.extra.auth); nil
+	// uses NewVerifier(nil), without a cache shared between messages.
+	Verifier *Verifier
+	// Envelope is the SMTP envelope the receiver took the message with;
+	// nil for IMAP.
+	Envelope *schema.Envelope
+	// Bounds bound the text a file keeps and how many messages normalise
+	// at once; nil keeps DefaultMaxText and waits for no turn.
+	Bounds *Bounds
 }
 
 // Normalize reads one raw RFC 5322 message from r and returns it as a
@@ -56,8 +65,12 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 		id     string
 		hasher *bodyHash
 	)
+	opts.Bounds.enter()
+	defer opts.Bounds.leave()
 	msg, err := mime.Read(r, b, mime.Options{
 		MaxArtifact: opts.MaxArtifact,
+		MaxHeld:     opts.Bounds.maxText(),
+		Spool:       b.Spool,
 		BodyTee: func(h mime.Header) io.Writer {
 			id = threading.EmailID(string(h.Get("Message-Id")))
 			if id != "" {
@@ -73,27 +86,42 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 	if err != nil {
 		return nil, err
 	}
+	defer msg.Close()
 	var synthetic string
 	if hasher != nil {
 		synthetic = hasher.uid()
 	}
-	return build(msg, id, synthetic, rawObj, opts), nil
+	// Sender authenticity reads the raw message again (DKIM signs its
+	// bytes as they are): from the dropzone copy, when the caller stored
+	// one.
+	var open func() (io.ReadCloser, error)
+	if rawObj.ID != "" {
+		open = func() (io.ReadCloser, error) { return b.Open(rawObj) }
+	}
+	return build(msg, b, id, synthetic, rawObj, open, opts)
 }
 
 // build assembles the protocol message once the reader is done, one part
 // of the mapping (DESIGN §2–§4) at a time. The order of the steps is the
-// order of the notes in parse_error.
-func build(msg *mime.Message, id, synthetic string, rawObj dropzone.Object, opts NormalizeOptions) *schema.Message {
+// order of the notes in parse_error. open reopens the raw message (nil
+// when it was not stored); the only error is one reading it.
+func build(msg *mime.Message, batch *dropzone.Batch, id, synthetic string, rawObj dropzone.Object, open func() (io.ReadCloser, error), opts NormalizeOptions) (*schema.Message, error) {
 	b := &builder{h: msg.Header, d: msg.Decoder, n: msg.Notes, m: newMessage()}
 	b.origin(opts)
 	th, subject := b.identity(id, synthetic)
 	addrs := b.participants(opts.Own)
+	if err := b.authenticate(opts.Verifier, open, opts.Envelope); err != nil {
+		return nil, err
+	}
 	rawDate := b.times(opts.ReceivedAt)
 	paths := b.artifacts(msg.Artifacts)
-	b.content(msg.Body, paths)
+	if err := b.content(msg.Body, paths, batch, opts.Bounds.maxText(), opts.MaxArtifact); err != nil {
+		return nil, err
+	}
 	b.m.Metadata.ProviderRaw = b.providerRaw(th, subject, rawDate, addrs)
+	b.stripControls()
 	b.finish(rawObj)
-	return b.m
+	return b.m, nil
 }
 
 // builder holds what the steps of build share: the reader's output and
@@ -252,38 +280,6 @@ func (b *builder) artifacts(stored []mime.Artifact) map[string]string {
 		b.m.Artifacts = []schema.Artifact{}
 	}
 	return paths
-}
-
-// content sets content.text, content.html and, when there is HTML,
-// content.markdown (inline images linked by paths); the body under the
-// front matter (the Markdown, else the text, ending in a newline); and the
-// message's type. It runs after artifacts, whose paths it links.
-func (b *builder) content(body *mime.Body, paths map[string]string) {
-	m := b.m
-	r := mime.NewRenderer(b.d, paths)
-	text := b.clean(strings.Join(r.Texts(body), "\n"), "content.text")
-	html := b.clean(strings.Join(r.HTMLs(body), "\n"), "content.html")
-	if strings.TrimSpace(text) == "" {
-		text = ""
-	}
-	if strings.TrimSpace(html) == "" {
-		html = ""
-	}
-	var md string
-	if html != "" {
-		md = b.clean(strings.Join(r.Markdown(body), "\n\n"), "content.markdown")
-	}
-	m.Content = schema.Content{Text: schema.NullString(text), HTML: schema.NullString(html), Markdown: schema.NullString(md)}
-	switch {
-	case md != "":
-		m.Body = md
-	default:
-		m.Body = text
-	}
-	if m.Body != "" && !strings.HasSuffix(m.Body, "\n") {
-		m.Body += "\n"
-	}
-	m.Type = contentType(text != "" || html != "", m.Artifacts)
 }
 
 // providerRaw returns metadata.provider_raw: what a reader may need from

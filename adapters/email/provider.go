@@ -1,8 +1,11 @@
 package email
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/monoco/courier/adapters"
@@ -24,6 +27,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, shows the IMAP backfill's progress (a terminal).
 	Progress io.Writer
+	// LookupTXT resolves the DNS TXT records of DKIM keys; nil uses the
+	// system resolver (VerifierOptions.LookupTXT).
+	LookupTXT func(ctx context.Context, name string) ([]string, error)
 }
 
 // New returns the email provider: the embedded SMTP/LMTP receivers and an
@@ -41,6 +47,15 @@ func New(o Options) (*adapters.Provider, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("adapter", "email")
+	// One verifier for every source: they share its cache of DKIM keys.
+	verifier := NewVerifier(&VerifierOptions{AuthservIDs: e.AuthservIDs, TrustUnverified: e.TrustUnverified, LookupTXT: o.LookupTXT})
+	allow, err := allowFrom(e.Receiver.AllowFrom)
+	if err != nil {
+		return nil, err
+	}
+	// One set of bounds for every source, so that they hold for the
+	// process: sixty sessions and an IMAP backfill share the turns.
+	bounds := NewBounds(o.Limits.MaxTextBytes, o.Limits.NormalizeConcurrency)
 	var parts []adapters.HealthReporter
 	for _, r := range []struct {
 		addr string
@@ -50,10 +65,14 @@ func New(o Options) (*adapters.Provider, error) {
 			continue
 		}
 		rc := NewReceiver(ReceiverOptions{Addr: r.addr, LMTP: r.lmtp, Hostname: e.Receiver.Hostname, Own: ownAddresses(e),
-			MaxMessage: o.Limits.MaxMessageBytes, MaxArtifact: o.Limits.MaxArtifactBytes, Dropzone: o.Dropzone, Logger: log})
+			MaxMessage: o.Limits.MaxMessageBytes, MaxArtifact: o.Limits.MaxArtifactBytes, Dropzone: o.Dropzone, Logger: log,
+			AllowFrom: allow, Verifier: verifier, Bounds: bounds,
+			MaxSessions: e.Receiver.MaxSessions, MaxSessionsPerIP: e.Receiver.MaxSessionsPerIP,
+			MaxSessionTime: e.Receiver.MaxSessionTime.D(), ReadTimeout: e.Receiver.ReadTimeout.D()})
 		p.Sources = append(p.Sources, rc)
 		parts = append(parts, rc)
-		p.Checks = append(p.Checks, adapters.Check{Name: rc.Name(), Run: rc.Check, Listen: true})
+		p.Checks = append(p.Checks, adapters.Check{Name: rc.Name(), Run: rc.Check, Listen: true},
+			adapters.Check{Name: rc.Name() + " exposure", Run: func(context.Context) error { return rc.Exposure() }})
 	}
 	var accounts []Account
 	for _, acct := range e.Accounts {
@@ -63,7 +82,7 @@ func New(o Options) (*adapters.Provider, error) {
 				Server:  imapServer(im),
 				Folders: im.Folders, Mode: im.Mode, PollInterval: im.PollInterval.D(), MarkSeen: im.MarkSeen, MoveTo: im.MoveTo,
 				Dropzone: o.Dropzone, MaxArtifact: o.Limits.MaxArtifactBytes, MaxMessage: o.Limits.MaxMessageBytes, Logger: log,
-				Progress: o.Progress, Since: sinceOf(im),
+				Progress: o.Progress, Since: sinceOf(im), Verifier: verifier, Bounds: bounds,
 			})
 			p.Sources = append(p.Sources, src)
 			parts = append(parts, src)
@@ -105,6 +124,20 @@ func ownAddresses(e config.Email) []string {
 		own = append(own, acct.Addresses...)
 	}
 	return append(own, e.Receiver.Addresses...)
+}
+
+// allowFrom parses receiver.allow_from (validated with the config; an
+// error here names the key all the same).
+func allowFrom(nets []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, n := range nets {
+		p, err := config.ParsePrefix(n)
+		if err != nil {
+			return nil, fmt.Errorf("email: courier.adapters.email.receiver.allow_from[%d]: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func imapServer(im *config.IMAP) Server {

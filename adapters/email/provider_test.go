@@ -39,7 +39,9 @@ func TestNew(t *testing.T) {
 	for _, c := range p.Checks {
 		names = append(names, fmt.Sprintf("%s/%v", c.Name, c.Listen))
 	}
-	if got := strings.Join(names, " "); got != "email/receiver/smtp/true email/receiver/lmtp/true email/in imap/false" {
+	// Each receiver: can it bind, and who can reach it (exposure).
+	if got := strings.Join(names, " "); got != "email/receiver/smtp/true email/receiver/smtp exposure/false "+
+		"email/receiver/lmtp/true email/receiver/lmtp exposure/false email/in imap/false" {
 		t.Errorf("checks: %s", got)
 	}
 	if _, ok := p.Sources[2].(adapters.Fetcher); !ok {

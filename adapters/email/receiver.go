@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,33 @@ type ReceiverOptions struct {
 	MaxArtifact int64
 	Dropzone    *dropzone.Store
 	Logger      *slog.Logger
+	// AllowFrom are the networks clients may connect from; others get 554
+	// at connect (receiver_allow.go). Empty: any.
+	AllowFrom []netip.Prefix
+	// Verifier checks who sent each message (metadata.extra.auth).
+	Verifier *Verifier
+	// Bounds bound the text a message file keeps and how many messages
+	// normalise at once, shared with the provider's other sources.
+	Bounds *Bounds
+
+	// What one client may hold (receiver_limits.go); zero values take the
+	// defaults. Beyond MaxSessions at once, or MaxSessionsPerIP from one
+	// address (an IPv6 /64; the cap is not applied on a Unix socket), a
+	// client is answered 421 4.7.0, which an MTA retries, unless a session
+	// has moved no message for EvictIdle while waiting for a command: that
+	// one is closed (421) to make room.
+	MaxSessions      int           // default 100
+	MaxSessionsPerIP int           // default 10
+	MaxSessionTime   time.Duration // a session's whole life, default 10 min
+	// ReadTimeout bounds the wait for each command line, and a DATA or
+	// BDAT transfer counted from its command; a timeout ends the session
+	// (421), also in the middle of a line. Default 5 min.
+	ReadTimeout    time.Duration
+	MaxCommandLine int           // octets, CRLF included, default 4096; DATA lines are bounded by MaxMessage only
+	EvictIdle      time.Duration // default 10 s
+	// Now is the clock of MaxSessionTime's check at each command and of
+	// EvictIdle (tests set it); deadlines go by the wall clock.
+	Now func() time.Time
 }
 
 // Receiver is the embedded SMTP (or LMTP) server: whatever mail is handed
@@ -43,6 +71,7 @@ type Receiver struct {
 	srv    *smtp.Server
 	ln     net.Listener
 	sink   atomic.Pointer[adapters.Sink]
+	gate   atomic.Pointer[gate] // while Run runs
 	served chan struct{}
 	adapters.HealthTracker
 }
@@ -61,8 +90,9 @@ func NewReceiver(opts ReceiverOptions) *Receiver {
 	if opts.Hostname == "" {
 		opts.Hostname = "localhost"
 	}
+	opts.limits()
 	r := &Receiver{opts: opts, log: opts.Logger}
-	r.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{r: r}, nil }))
+	r.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{r: r, conn: c}, nil }))
 	r.srv.Domain = opts.Hostname
 	r.srv.LMTP = opts.LMTP
 	r.srv.MaxMessageBytes = opts.MaxMessage
@@ -70,14 +100,14 @@ func NewReceiver(opts ReceiverOptions) *Receiver {
 	// too. RFC 5322's 998 is broken by real mail (unwrapped HTML, base64
 	// in one line), and a refused message would be lost or retried
 	// forever, so lines are bounded only by the message limit (none when
-	// there is none), as Postfix accepts them. Command lines share the
-	// bound; the listener is local by default.
+	// there is none), as Postfix accepts them. Command lines are bounded
+	// under go-smtp, by the sessionConn (MaxCommandLine).
 	r.srv.MaxLineLength = 0
 	if opts.MaxMessage > 0 {
 		r.srv.MaxLineLength = max(2000, int(min(opts.MaxMessage, 1<<30)))
 	}
-	r.srv.MaxRecipients = 1000
-	r.srv.ReadTimeout = 5 * time.Minute
+	r.srv.MaxRecipients = maxRecipients
+	r.srv.ReadTimeout = opts.ReadTimeout
 	r.srv.WriteTimeout = time.Minute
 	r.srv.EnableSMTPUTF8 = true
 	r.srv.ErrorLog = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
@@ -133,7 +163,8 @@ func (r *Receiver) Start(ctx context.Context) error {
 	if network == "unix" {
 		os.Chmod(addr, 0o660)
 	}
-	r.ln = ln
+	r.ln = r.allowFrom(ln)
+	r.warnExposed()
 	return nil
 }
 
@@ -147,12 +178,19 @@ func (r *Receiver) Run(ctx context.Context, sink adapters.Sink) error {
 	r.sink.Store(&sink)
 	r.Set(adapters.StatusConnected, "listening on "+r.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- r.srv.Serve(r.ln) }()
+	g := newGate(r.ln, r)
+	r.gate.Store(g)
+	go func() { errc <- r.srv.Serve(g) }()
 	select {
 	case <-ctx.Done():
+		// Sessions waiting for a command are told and closed now;
+		// those in the middle of a message have 30 s to finish it.
+		g.shutdown()
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		r.srv.Shutdown(sctx)
+		if r.srv.Shutdown(sctx) != nil {
+			r.srv.Close()
+		}
 		<-errc
 		return nil
 	case err := <-errc:
@@ -174,6 +212,7 @@ func (r *Receiver) Stop(ctx context.Context) error {
 // session is one SMTP conversation.
 type session struct {
 	r     *Receiver
+	conn  *smtp.Conn // the client's address and HELO, for the envelope
 	from  string
 	rcpts []string
 }
@@ -227,6 +266,11 @@ func (s *session) deliver(r io.Reader) error {
 		if errors.Is(err, smtp.ErrDataTooLarge) || errors.Is(err, dropzone.ErrTooLarge) || errors.Is(err, smtp.ErrTooLongLine) {
 			return errTooBig
 		}
+		if clientGone(err) {
+			// A timeout, a hang-up, an abandoned BDAT: not a fault of ours.
+			rc.log.Info("receiver: the client stopped sending its message", "err", err)
+			return errClientGone
+		}
 		rc.log.Error("receiver: cannot store the message", "err", err)
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "cannot store the message now, try again"}
 	}
@@ -234,7 +278,8 @@ func (s *session) deliver(r io.Reader) error {
 	if err != nil {
 		return tempFail(rc, err)
 	}
-	m, err := Normalize(f, batch, obj, NormalizeOptions{Folder: "receiver", Own: rc.opts.Own, ReceivedAt: time.Now().UTC(), MaxArtifact: rc.opts.MaxArtifact})
+	m, err := Normalize(f, batch, obj, NormalizeOptions{Folder: "receiver", Own: rc.opts.Own, ReceivedAt: time.Now().UTC(), MaxArtifact: rc.opts.MaxArtifact,
+		Verifier: rc.opts.Verifier, Envelope: s.envelope(), Bounds: rc.opts.Bounds})
 	f.Close()
 	if err != nil {
 		return tempFail(rc, err)
@@ -244,7 +289,8 @@ func (s *session) deliver(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := (*sinkp).Deliver(ctx, adapters.Event{Message: m, JoinKnownThread: true}); err != nil {
+	ev := adapters.Event{Message: m, JoinKnownThread: true, UnverifiedSender: rc.opts.Verifier.UnverifiedSender(m)}
+	if err := (*sinkp).Deliver(ctx, ev); err != nil {
 		return tempFail(rc, err)
 	}
 	rc.Event()

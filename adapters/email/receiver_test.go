@@ -164,9 +164,11 @@ func TestReceiverSMTP(t *testing.T) {
 	}
 
 	// The same normalisation as the IMAP source's: Normalize on the same
-	// bytes, with the receiver's options, gives the same file.
+	// bytes, with the receiver's options and the envelope sendSMTP gave,
+	// gives the same file.
+	env := &schema.Envelope{MailFrom: "ann@example.com", RcptTo: []string{"agent@example.com"}, ClientIP: "127.0.0.1", Helo: "client.example"}
 	direct := normalizeTest(t, testutil.NewDropzone(t, nil), bytes.NewReader(crlf(receiverMail)),
-		NormalizeOptions{Folder: "receiver", Own: []string{"agent@example.com"}, ReceivedAt: m.ReceivedAt.Time})
+		NormalizeOptions{Folder: "receiver", Own: []string{"agent@example.com"}, ReceivedAt: m.ReceivedAt.Time, Envelope: env})
 	enc, err := schema.Encode(direct)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"iter"
 	"net/textproto"
 )
 
@@ -52,6 +53,19 @@ func (h Header) All(key string) [][]byte {
 		}
 	}
 	return out
+}
+
+// Fields yields every field in order, its canonical key and raw value:
+// for the readers whose meaning depends on where a field stands (the
+// Authentication-Results above or below a Received).
+func (h Header) Fields() iter.Seq2[string, []byte] {
+	return func(yield func(string, []byte) bool) {
+		for _, f := range h {
+			if !yield(f.key, f.value) {
+				return
+			}
+		}
+	}
 }
 
 // readHeader reads a header block from br leniently: what RFC 5322 and the
