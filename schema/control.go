@@ -1,0 +1,54 @@
+package schema
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// StripControls removes from s what must not reach a terminal, nor a file
+// agents read as text, and returns the rest with the number of characters
+// removed:
+//
+//   - C0 control characters but tab and newline: ESC starts terminal escape
+//     sequences (colours, cursor moves, a window title, OSC 52 writing the
+//     clipboard), BEL rings, CR and BS overwrite what was shown;
+//   - DEL, and the C1 controls U+0080–U+009F (U+009B is a CSI to terminals
+//     that honour 8-bit controls);
+//   - the bidirectional embeddings, overrides and isolates U+202A–U+202E and
+//     U+2066–U+2069, which show text in another order than it is read
+//     ("invoice\u202Efdp.exe" displays as "invoiceexe.pdf").
+//
+// Everything else stays, invalid UTF-8 bytes included (they are not
+// runes a terminal acts on, and text fields are valid UTF-8 already). When
+// nothing is removed, s itself is returned, without allocating.
+func StripControls(s string) (string, int) {
+	i := strings.IndexFunc(s, IsStrippedControl)
+	if i < 0 {
+		return s, 0
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	n := 0
+	for i >= 0 {
+		b.WriteString(s[:i])
+		_, size := utf8.DecodeRuneInString(s[i:])
+		s = s[i+size:]
+		n++
+		i = strings.IndexFunc(s, IsStrippedControl)
+	}
+	b.WriteString(s)
+	return b.String(), n
+}
+
+// IsStrippedControl reports whether StripControls removes r.
+func IsStrippedControl(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n':
+		return false
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
