@@ -31,8 +31,10 @@ func (b *builder) stripControls() {
 	str(&m.Session.Name)
 	party := func(p *schema.Participant) {
 		str(&p.Name)
-		p.Name = strings.TrimSpace(p.Name) // as participant() trims it
-		str(&p.ID) // made from the name when there is no address
+		// Trimmed as participant() trims it; the ID is made from the name
+		// when there is no address.
+		p.Name = strings.TrimSpace(p.Name)
+		str(&p.ID)
 		str(&p.PlatformID)
 		// A name that was nothing but controls: as for no name at all.
 		if p.ID == "" {
