@@ -202,20 +202,17 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 		})
 	}
 	if writable > 0 {
-		out = append(out, fmt.Sprintf("message files must be read-only (0444), %s is writable: chmod a-w under %s", example, l.Mailbox()))
+		out = append(out, fmt.Sprintf("message files must be read-only (0440), %s is writable: chmod a-w under %s", example, l.Mailbox()))
 	}
 	return out
 }
 
 // hasInlineSecret reports whether the config file holds a secret itself
-// rather than naming its file.
+// rather than naming its file or an environment variable (the rule serve
+// refuses to start by, see checkSecretModes).
 func hasInlineSecret(cfg *config.Config) bool {
-	for _, s := range cfg.Secrets() {
-		if *s.Secret != "" && s.File == "" {
-			return true
-		}
-	}
-	return false
+	keys, err := config.InlineSecrets(cfg.Path)
+	return err == nil && len(keys) > 0
 }
 
 // secretFiles returns the files the config's secrets are read from, each

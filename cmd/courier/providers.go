@@ -181,6 +181,9 @@ func (a *app) fetchCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkSecretModes(cfg); err != nil {
+				return err
+			}
 			lock, mb, dz, err := a.openExclusive(cfg)
 			if err != nil {
 				return err

@@ -532,7 +532,7 @@ func TestDoctor(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/lark/*.md"))
 	os.Chmod(files[0], 0o644)
 	out, _, _ = cli(t, ws, "", "doctor")
-	if !strings.Contains(out, "✗ permissions") || !strings.Contains(out, "must be read-only (0444)") {
+	if !strings.Contains(out, "✗ permissions") || !strings.Contains(out, "must be read-only (0440)") {
 		t.Errorf("writable message file not reported:\n%s", out)
 	}
 }
