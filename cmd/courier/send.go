@@ -49,6 +49,11 @@ unless courier.outbound.attach_hidden is true. Anything else is refused
 with exit 65, naming the field (or --attach) and why; nothing is queued
 and nothing copied. --dry-run checks the same.
 
+An email goes out from its account's first address; the draft's
+email.from may name another of the account's own addresses (an alias),
+and any other address is refused at that field. The service checks this
+again before sending, for drafts that did not come through send.
+
 Quick mode needs no file:  courier send --provider lark --to oc_123 --text "Fixed"`,
 		Example: `  courier send reply.md
   courier send reply.md --dry-run
