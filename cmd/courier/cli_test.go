@@ -26,6 +26,9 @@ import (
 var courierBin string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(attackEnv); spec != "" {
+		os.Exit(attackMain(spec)) // TestTwoUsers runs this binary as an agent (agents_test.go)
+	}
 	dir, err := os.MkdirTemp("", "courier-test-bin")
 	if err != nil {
 		panic(err)
@@ -44,6 +47,9 @@ func TestMain(m *testing.M) {
 // cli runs the command line in-process in workspace ws.
 func cli(t *testing.T, ws string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	if viaService {
+		serveAgents(t, ws) // agents_test.go
+	}
 	var o, e bytes.Buffer
 	full := append([]string{"courier", "--root", ws}, args...)
 	code = run(full, strings.NewReader(stdin), &o, &e)
@@ -76,11 +82,14 @@ func seed(t *testing.T, ws string, msgs ...*schema.Message) {
 }
 
 // dirState hashes every file under dir, so a test can tell nothing changed.
+// The database's -shm file is left out: it is SQLite's shared memory,
+// which every reader updates, and writers keep it (mailbox.persistWAL); so
+// is the service's socket, which is not content.
 func dirState(t *testing.T, dir string) string {
 	t.Helper()
 	var lines []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || !d.Type().IsRegular() || strings.HasSuffix(p, ".db-shm") {
 			return nil
 		}
 		b, _ := os.ReadFile(p)
@@ -528,6 +537,9 @@ func TestClaimRaceProcesses(t *testing.T) {
 	ws := newWorkspace(t)
 	m := testutil.Message(schema.Lark, "om_race", testutil.Time("2026-01-01T00:00:00Z"), "race")
 	seed(t, ws, m)
+	if viaService {
+		serveAgents(t, ws) // the processes claim through it (TestCLIViaService)
+	}
 	const n = 8
 	cmds := make([]*exec.Cmd, n)
 	outs := make([]*bytes.Buffer, n)

@@ -9,7 +9,8 @@
 // Exit codes: 0 ok; 1 not found; 2 claim conflict; 3 service needed but not
 // running; 4 timeout; 64 usage; 65 invalid input (a draft, a file); 66 a
 // file that cannot be read; 69 a service Courier needs is unavailable; 70
-// internal error; 73 cannot create; 74 I/O error; 78 bad configuration.
+// internal error; 73 cannot create; 74 I/O error; 77 the service runs but
+// this user may not use its socket; 78 bad configuration.
 package main
 
 import (

@@ -50,8 +50,14 @@ func (a *app) rootCommand(name string) *cobra.Command {
 filesystem mailbox: inbound messages are Markdown files under
 .monoco/mailbox/inbound/<provider>/, drafts are queued with ` + "`send`" + `.
 
-Exit codes: 0 ok, 1 not found, 2 claim conflict, 4 timeout, 64 usage,
-65 invalid input, 66 missing input, 70 internal error, 78 bad configuration.`,
+Exit codes: 0 ok, 1 not found, 2 claim conflict, 3 service needed but not
+running, 4 timeout, 64 usage, 65 invalid input, 66 missing input, 69
+service unavailable, 70 internal error, 77 no permission to use the
+service's socket, 78 bad configuration.
+
+While the service runs it is the only writer of the mailbox: send, claim,
+done and fail go to it over its socket (courier.socket.path), which tells
+it the caller's user.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -100,7 +106,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 	case cfgPath != "":
 		cfg, err = config.Load(cfgPath, config.LoadOptions{Secrets: a.secrets})
 		if err != nil {
-			return nil, withCode(exitConfig, err)
+			return nil, configError(err, cfgPath)
 		}
 		if rootDir == "" {
 			rootDir = cfg.RootDir(cwd)
@@ -111,7 +117,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 		}
 		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), config.LoadOptions{AllowMissing: true, Secrets: a.secrets})
 		if err != nil {
-			return nil, withCode(exitConfig, err)
+			return nil, configError(err, mailbox.Layout{Root: rootDir}.Config())
 		}
 	}
 	abs, err := filepath.Abs(rootDir)
@@ -150,9 +156,15 @@ func (a *app) mailbox() (*mailbox.Mailbox, error) {
 		Logger:       a.logger(),
 		ClaimTimeout: cfg.Courier.Mailbox.ClaimTimeout.D(),
 		MaxFailures:  cfg.Courier.Mailbox.MaxFailures,
+		// An agent in the workspace's group reads a mailbox only the
+		// service writes (agents.go).
+		ReadOnly: a.readOnly(),
 	})
 	if errors.Is(err, mailbox.ErrNotInitialized) {
 		return nil, withCode(exitNoInput, fmt.Errorf("no mailbox in %s: run `courier init` there, or point --root at the workspace", a.root))
+	}
+	if errors.Is(err, mailbox.ErrReadOnlyRebuild) {
+		return nil, withCode(exitNoService, err)
 	}
 	if err != nil {
 		return nil, err

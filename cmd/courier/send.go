@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -98,9 +96,10 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	name := "draft"
 	var d *schema.Draft
 	var src *schema.Source
+	var data []byte
 	baseDir, _ := os.Getwd()
 	if file != "" {
-		data, err := a.readDraft(file, cfg.Courier.Limits.MaxDraftBytes)
+		data, err = a.readDraft(file, cfg.Courier.Limits.MaxDraftBytes)
 		if err != nil {
 			return err
 		}
@@ -124,7 +123,61 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 		}
 		d = &schema.Draft{Content: schema.DraftContent{Text: schema.NullString(f.text)}}
 	}
-	// Flags win over the file.
+	applyFlags(d, f)
+	// Files given with --attach are held to the same rules as a draft's
+	// paths (resolveArtifacts); their errors name the flag.
+	flagged := map[int]string{}
+	for _, x := range f.attach {
+		if _, err := dropzone.ParseID(x); err == nil {
+			d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x})
+			continue
+		}
+		abs, err := filepath.Abs(x)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return withCode(exitNoInput, fmt.Errorf("--attach %s: %w", x, errors.Unwrap(err)))
+		}
+		flagged[len(d.Artifacts)] = x
+		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{Path: abs})
+	}
+	// While the service runs, it resolves and queues the draft (agents.go).
+	svc, err := a.service(ctx, !f.dryRun)
+	if err != nil {
+		return err
+	}
+	if svc != nil {
+		defer svc.Close()
+		return a.sendViaService(ctx, svc, data, name, baseDir, d, src, f, flagged)
+	}
+	mb, err := a.mailbox()
+	if err != nil {
+		return err
+	}
+	set, err := a.buildProviders(cfg, providerEnv{})
+	if err != nil {
+		return withCode(exitConfig, err)
+	}
+	if err := a.resolveDraft(ctx, mb, set, d, src, f.account); err != nil {
+		return withFile(err, name)
+	}
+	if err := d.Validate(src); err != nil {
+		return withFile(err, name)
+	}
+	if err := a.resolveArtifacts(d, src, baseDir, f.dryRun, flagged); err != nil {
+		return withFile(err, name)
+	}
+	res, err := finishDraft(ctx, mb, d, a.agent(), f.dryRun)
+	if err != nil {
+		return err
+	}
+	return a.printSent(res, f.format)
+}
+
+// applyFlags gives the flags precedence over the draft's fields (--attach
+// aside, which names files).
+func applyFlags(d *schema.Draft, f sendFlags) {
 	if f.provider != "" {
 		d.Provider = schema.Provider(f.provider)
 	}
@@ -146,70 +199,6 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	if f.correlation != "" {
 		d.CorrelationID = schema.NullString(f.correlation)
 	}
-	// Files given with --attach are held to the same rules as a draft's
-	// paths (resolveArtifacts); their errors name the flag.
-	flagged := map[int]string{}
-	for _, x := range f.attach {
-		if _, err := dropzone.ParseID(x); err == nil {
-			d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x})
-			continue
-		}
-		abs, err := filepath.Abs(x)
-		if err == nil {
-			_, err = os.Stat(abs)
-		}
-		if err != nil {
-			return withCode(exitNoInput, fmt.Errorf("--attach %s: %w", x, errors.Unwrap(err)))
-		}
-		flagged[len(d.Artifacts)] = x
-		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{Path: abs})
-	}
-	mb, err := a.mailbox()
-	if err != nil {
-		return err
-	}
-	set, err := a.buildProviders(cfg, providerEnv{})
-	if err != nil {
-		return withCode(exitConfig, err)
-	}
-	if err := a.resolveDraft(ctx, mb, set, d, src, f.account); err != nil {
-		return withFile(err, name)
-	}
-	if err := d.Validate(src); err != nil {
-		return withFile(err, name)
-	}
-	if err := a.resolveArtifacts(d, src, baseDir, f.dryRun, flagged); err != nil {
-		return withFile(err, name)
-	}
-	d.Status = ""
-	d.Agent = a.agent()
-	d.CreatedAt = schema.TimePtr(time.Now())
-	d.ID = fmt.Sprintf("%s_out_%s", d.Provider, newID())
-	if f.dryRun {
-		out, err := schema.EncodeDraft(d)
-		if err != nil {
-			return err
-		}
-		if f.format == "json" {
-			return json.NewEncoder(a.stdout).Encode(struct {
-				DryRun bool          `json:"dry_run"`
-				Draft  *schema.Draft `json:"draft"`
-			}{true, d})
-		}
-		fmt.Fprintf(a.stdout, "# dry run: %s would be queued in outbound/%s/ as:\n", d.ID, d.Provider)
-		_, err = a.stdout.Write(out)
-		return err
-	}
-	rel, err := mb.Queue(ctx, d)
-	if err != nil {
-		return err
-	}
-	if f.format == "json" {
-		return json.NewEncoder(a.stdout).Encode(map[string]any{"success": true, "id": d.ID, "provider": d.Provider, "path": rel,
-			"to": d.To, "correlation_id": d.CorrelationID, "schedule_at": d.Options.ScheduleAt})
-	}
-	fmt.Fprintf(a.stdout, "queued %s -> %s\n", d.ID, rel)
-	return nil
 }
 
 // readDraft reads a draft, refusing one over the size limit before reading

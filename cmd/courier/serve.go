@@ -117,9 +117,15 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return withCode(exitConfig, err)
 	}
 	redact.Add(set.secrets()...)
+	// Agents' writing verbs come through the socket (agents.go).
+	agents, _, closeAgents, err := a.agentSocket(cfg, mb, set, log)
+	if err != nil {
+		return err
+	}
+	defer closeAgents()
 	svc, lt := assemble(cfg, set, mb, dz, log, func(h http.Handler) service.Component {
 		return httpComponent(cfg.Courier.HTTP.Listen, h, log)
-	})
+	}, agents)
 	if err := lt.Start(ctx); err != nil {
 		log.Error("courier could not start", "err", err)
 		return withCode(exitUnavailable, err)
@@ -129,7 +135,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	for n := range svc.Adapters {
 		names = append(names, n)
 	}
-	log.Info("courier is serving", "root", a.root, "http", "http://"+cfg.Courier.HTTP.Listen, "adapters", names,
+	log.Info("courier is serving", "root", a.root, "http", "http://"+cfg.Courier.HTTP.Listen, "socket", cfg.SocketPath(a.root), "adapters", names,
 		"config", configName(cfg), "version", svc.Version)
 	daemon.SdNotify(false, daemon.SdNotifyReady)
 	stopWatchdog := watchdog(ctx, mb, log)
@@ -153,9 +159,11 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 // outbound engine over their Senders, the HTTP handler (/health, /metrics
 // and each Webhook at /webhook/<provider>) served by the component serveHTTP
 // makes, and a component per Source, started in that order (so /health
-// answers while sources connect). Start the Lifetime to run it.
+// answers while sources connect); the extra components (the agents'
+// socket) start after the outbound engine, before the HTTP server. Start
+// the Lifetime to run it.
 func assemble(cfg *config.Config, set providerSet, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
-	serveHTTP func(http.Handler) service.Component) (*service.Service, *service.Lifetime) {
+	serveHTTP func(http.Handler) service.Component, extra ...service.Component) (*service.Service, *service.Lifetime) {
 	svc := &service.Service{Mailbox: mb, Version: version(), Listen: cfg.Courier.HTTP.Listen}
 	metrics := svc.Metrics()
 	pipeline := ingest.New(mb, &ingest.Options{
@@ -179,6 +187,9 @@ func assemble(cfg *config.Config, set providerSet, mb *mailbox.Mailbox, dz *drop
 	lt := service.NewLifetime(log)
 	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
 	lt.Add(service.Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
+	for _, c := range extra {
+		lt.Add(c)
+	}
 	lt.Add(serveHTTP(svc.Handler(set.webhooks(pipeline))))
 	for _, src := range set.sources() {
 		lt.Add(sourceComponent(src, pipeline, log))

@@ -272,9 +272,14 @@ func (s *Server) handler() http.Handler {
 	return mux
 }
 
-// audit logs who asked for what: the user the kernel named, never content
-// (a reason or a draft may hold anything).
-func (s *Server) audit(c Caller, verb, id, agent string) {
+// audit logs who asked for what: the agent name the request acts under,
+// the user the kernel named, never content (a reason or a draft may hold
+// anything).
+func (s *Server) audit(c Caller, verb, id, asked string) {
+	agent, err := c.Agent(asked)
+	if err != nil {
+		agent = "(refused)"
+	}
 	s.log.Info("agent request", "verb", verb, "id", id, "agent", agent, "user", c.User, "uid", c.UID, "pid", c.PID)
 }
 
