@@ -93,6 +93,9 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSecretModes(cfg); err != nil {
+		return err
+	}
 	log, err := newLogger(a.stderr, cfg, lf)
 	if err != nil {
 		return err
