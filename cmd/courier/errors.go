@@ -67,7 +67,8 @@ func exitCode(err error) int {
 		return exitConflict
 	case errors.Is(err, mailbox.ErrBusy):
 		return exitTimeout
-	case errors.As(err, &errs), errors.Is(err, dropzone.ErrTooLarge), errors.Is(err, dropzone.ErrInvalidID):
+	case errors.As(err, &errs), errors.Is(err, dropzone.ErrTooLarge), errors.Is(err, dropzone.ErrInvalidID),
+		errors.Is(err, mailbox.ErrUnsafePath): // a link or a FIFO where a mailbox file should be
 		return exitDataErr
 	case errors.Is(err, mailbox.ErrNotInitialized):
 		return exitNoInput

@@ -57,7 +57,7 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 	ew.n++
 	switch ew.format {
 	case "table":
-		ew.table.row(e.ID, string(e.Provider), cell(e.From.Name, 24), string(e.Status), ago(ew.now, e.Timestamp), cell(e.Preview, 50))
+		ew.table.row(e.ID, string(e.Provider), cell(safeText(e.From.Name), 24), string(e.Status), ago(ew.now, e.Timestamp), cell(safeText(e.Preview), 50))
 		if ew.n%1000 == 0 {
 			return ew.table.flush() // keep memory flat on long listings
 		}
@@ -72,10 +72,10 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 		} else {
 			ew.w.WriteString(",\n")
 		}
-		_, err := ew.w.Write(bytes.TrimSuffix(ew.buf.Bytes(), []byte("\n"))) // one entry per line
+		_, err := ew.w.Write(jsonSafe(bytes.TrimSuffix(ew.buf.Bytes(), []byte("\n")))) // one entry per line
 		return err
 	case "compact":
-		_, err := fmt.Fprintf(ew.w, "%s | %s | %s\n", e.ID, oneLine(e.From.Name), e.Preview)
+		_, err := fmt.Fprintf(ew.w, "%s | %s | %s\n", e.ID, oneLine(safeText(e.From.Name)), safeText(e.Preview))
 		return err
 	default:
 		_, err := fmt.Fprintln(ew.w, e.ID)
@@ -268,8 +268,11 @@ func (a *app) listCommand() *cobra.Command {
 				return err
 			}
 			if format == "json" {
-				_, err := mb.ListJSON(cmd.Context(), f, a.stdout)
-				return err
+				w := &jsonSafeWriter{w: a.stdout} // see sanitize.go
+				if _, err := mb.ListJSON(cmd.Context(), f, w); err != nil {
+					return err
+				}
+				return w.Close()
 			}
 			ew := newEntryWriter(a.stdout, format)
 			if err := mb.List(cmd.Context(), f, ew.write); err != nil {

@@ -41,7 +41,9 @@ func (a *app) readCommand() *cobra.Command {
 			}
 			var first error
 			for i, id := range ids {
-				data, e, err := mb.ReadFile(cmd.Context(), id)
+				// Opened, not read: printFile reads a file of any size
+				// in bounded memory.
+				f, e, err := mb.OpenFile(cmd.Context(), id)
 				if err != nil {
 					fmt.Fprintf(a.stderr, "courier: %v\n", err)
 					if first == nil {
@@ -52,7 +54,9 @@ func (a *app) readCommand() *cobra.Command {
 				if i > 0 && format == "text" && !raw {
 					fmt.Fprintln(a.stdout)
 				}
-				if err := a.printMessage(data, e, raw, content, format); err != nil {
+				err = a.printFile(f, e, raw, content, format)
+				f.Close()
+				if err != nil {
 					return err
 				}
 			}
@@ -71,6 +75,9 @@ func (a *app) readCommand() *cobra.Command {
 
 func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, format string) error {
 	if raw {
+		if isTerminal(a.stdout) {
+			data = visibleControls(data) // see sanitize.go
+		}
 		_, err := a.stdout.Write(data)
 		return err
 	}
@@ -95,7 +102,7 @@ func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, for
 				body = draft.Text()
 			}
 		}
-		_, err := io.WriteString(a.stdout, body)
+		_, err := io.WriteString(a.stdout, safeText(body))
 		return err
 	}
 	if format == "json" {
@@ -116,7 +123,7 @@ func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, for
 		}
 		out := append(head[:len(head)-1], ',')
 		out = append(out, buf.Bytes()[1:]...)
-		_, err = a.stdout.Write(out)
+		_, err = a.stdout.Write(jsonSafe(out))
 		return err
 	}
 	var b bytes.Buffer
@@ -125,7 +132,7 @@ func (a *app) printMessage(data []byte, e *mailbox.Entry, raw, content bool, for
 	} else {
 		writeDraft(&b, e, draft)
 	}
-	_, err = a.stdout.Write(b.Bytes())
+	_, err = io.WriteString(a.stdout, safeText(b.String()))
 	return err
 }
 
@@ -166,6 +173,16 @@ func when(t time.Time) string {
 }
 
 func writeMessage(b *bytes.Buffer, e *mailbox.Entry, m *schema.Message) {
+	writeMessageHead(b, e, m)
+	b.WriteString(m.Body)
+	if !strings.HasSuffix(m.Body, "\n") {
+		b.WriteString("\n")
+	}
+}
+
+// writeMessageHead writes what read shows above a message's body, through
+// the rule under which the body follows.
+func writeMessageHead(b *bytes.Buffer, e *mailbox.Entry, m *schema.Message) {
 	field(b, "Message", m.ID)
 	field(b, "Provider", string(m.Provider))
 	field(b, "Status", string(e.Status))
@@ -213,10 +230,6 @@ func writeMessage(b *bytes.Buffer, e *mailbox.Entry, m *schema.Message) {
 	}
 	field(b, "File", e.Path)
 	b.WriteString(rule + "\n")
-	b.WriteString(m.Body)
-	if !strings.HasSuffix(m.Body, "\n") {
-		b.WriteString("\n")
-	}
 }
 
 func writeDraft(b *bytes.Buffer, e *mailbox.Entry, d *schema.Draft) {
