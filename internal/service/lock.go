@@ -23,7 +23,9 @@ type Lock struct {
 // AcquireLock takes the lock at path without waiting. When another process
 // holds it, the error wraps ErrLocked and names that process.
 func AcquireLock(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// 0640, as every file of the workspace (the pid it holds is nobody
+	// else's business); O_NOFOLLOW: a link in its place is not followed.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("service: lock: %w", err)
 	}
