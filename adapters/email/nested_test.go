@@ -101,7 +101,12 @@ func TestNestedForwardsStoredOnce(t *testing.T) {
 }
 
 // BenchmarkNestedForwards reports the dropzone a 21.5 MB mail of eight
-// nested forwards takes (dropzone-MB, and its ratio to the mail).
+// nested forwards takes (dropzone-MB, and its ratio to the mail). Measured
+// on 2026-11-23 (2 cores, -benchtime 3x), the commit before 398c135
+// against 398c135: 206.6 MB (9.74× the 21.21 MB mail) and 22.3 s a mail,
+// against 58.1 MB (2.74×: the raw mail, the outermost forward's .eml and
+// the 15.7 MB attachment, once each) and 7.9 s. (398c135's message says
+// 46.7 MB: it was written before the run; 58.1 MB is the measurement.)
 func BenchmarkNestedForwards(b *testing.B) {
 	mail, _ := nestedForwards(8, 15_700_000)
 	var stored int64
