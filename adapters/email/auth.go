@@ -144,7 +144,7 @@ func (b *builder) authenticate(v *Verifier, open func() (io.ReadCloser, error), 
 // a second author could be the one a signature vouches for).
 func (b *builder) fromDomain() string {
 	var addr string
-	for _, f := range b.addressList("From") {
+	for _, f := range b.from {
 		n := strings.ToLower(strings.TrimSpace(f.Addr))
 		switch {
 		case n == "" || n == addr:

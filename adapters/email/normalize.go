@@ -131,6 +131,9 @@ type builder struct {
 	d *mime.Decoder
 	n *mime.Notes
 	m *schema.Message
+	// from is the From field's address list as written (before the Sender
+	// stands in for it), which sender verification aligns.
+	from []mime.Address
 }
 
 // addressFields are the decoded address lists of the header.
@@ -212,6 +215,7 @@ func (b *builder) participants(own []string) addressFields {
 		from: b.addressList("From"), replyTo: b.addressList("Reply-To"),
 		to: b.addressList("To"), cc: b.addressList("Cc"), bcc: b.addressList("Bcc"),
 	}
+	b.from = a.from
 	if !hasAddr(a.from) {
 		if sender := b.addressList("Sender"); hasAddr(sender) {
 			b.n.Addf("no From address: the Sender is the sender")
