@@ -241,7 +241,8 @@ func watchdog(ctx context.Context, mb *mailbox.Mailbox, log *slog.Logger) (stop 
 // httpComponent serves /health, /metrics and webhooks. Binding happens at
 // start, so a port in use fails the start.
 func httpComponent(listen string, h http.Handler, log *slog.Logger) service.Component {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	lim := serveHTTPLimits()
+	srv := newHTTPServer(h, lim, log)
 	var done chan struct{}
 	return service.Component{
 		Name: "http " + listen,
@@ -250,6 +251,7 @@ func httpComponent(listen string, h http.Handler, log *slog.Logger) service.Comp
 			if err != nil {
 				return fmt.Errorf("listen on %s (courier.http.listen): %w", listen, err)
 			}
+			ln = limitListener(ln, lim.MaxConns)
 			done = make(chan struct{})
 			go func() {
 				defer close(done)

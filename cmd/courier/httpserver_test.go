@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The HTTP listener under issue 9's slowloris: with the service's limits
+// made short, each attack below is cut where its limit says. Real clients
+// over loopback; no sleeps (a client blocks reading until the server acts).
+
+// startHTTP serves h under lim on a loopback port, the way httpComponent
+// does, and returns its address.
+func startHTTP(t *testing.T, h http.Handler, lim httpLimits) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(h, lim, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(limitListener(ln, lim.MaxConns)) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func testHTTPLimits() httpLimits {
+	return httpLimits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond,
+		WriteTimeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, MaxHeaderBytes: 4 << 10, MaxConns: 2}
+}
+
+// dialHTTP connects, with a bound on every wait so that a server that
+// never acts fails the test instead of hanging it.
+func dialHTTP(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return c
+}
+
+// closedBy reads until the server closes c and returns what it sent
+// first; it fails if the 20 s bound passes first.
+func closedBy(t *testing.T, c net.Conn) string {
+	t.Helper()
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server kept the connection (read %q)", b)
+	}
+	return string(b)
+}
+
+func TestServeHTTPLimitsAreSet(t *testing.T) {
+	lim := serveHTTPLimits()
+	srv := newHTTPServer(http.NotFoundHandler(), lim, slog.New(slog.DiscardHandler))
+	if srv.ReadHeaderTimeout == 0 || srv.ReadTimeout == 0 || srv.WriteTimeout == 0 || srv.IdleTimeout == 0 ||
+		srv.MaxHeaderBytes == 0 || srv.MaxHeaderBytes > 1<<20 || lim.MaxConns == 0 {
+		t.Errorf("the service's HTTP server is unbounded somewhere: %+v, %d connections", srv, lim.MaxConns)
+	}
+}
+
+// TestHTTPSlowHeaders: a client that sends its request line and then one
+// header byte at a time (or nothing) is closed at ReadHeaderTimeout.
+func TestHTTPSlowHeaders(t *testing.T) {
+	addr := startHTTP(t, http.NotFoundHandler(), testHTTPLimits())
+	c := dialHTTP(t, addr)
+	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a")
+	start := time.Now()
+	closedBy(t, c)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("closed after %v, want about ReadHeaderTimeout", d)
+	}
+}
+
+// TestHTTPSlowBody: a webhook body that trickles is cut at ReadTimeout:
+// the handler's read fails and the connection closes.
+func TestHTTPSlowBody(t *testing.T) {
+	readErr := make(chan error, 1)
+	addr := startHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	}), testHTTPLimits())
+	c := dialHTTP(t, addr)
+	fmt.Fprintf(c, "POST /webhook/slack HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":")
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Error("the handler read a body that never came whole")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler is still reading a trickling body")
+	}
+	closedBy(t, c)
+}
+
+// TestHTTPIdleKeepAlive: a kept-alive connection that sends no next
+// request is closed at IdleTimeout.
+func TestHTTPIdleKeepAlive(t *testing.T) {
+	addr := startHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), testHTTPLimits())
+	c := dialHTTP(t, addr)
+	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.Close {
+		t.Fatal("the server closed after one request; nothing to test")
+	}
+	closedBy(t, c)
+}
+
+// TestHTTPLargeHeaders: headers over MaxHeaderBytes are refused with 431,
+// not read into memory.
+func TestHTTPLargeHeaders(t *testing.T) {
+	addr := startHTTP(t, http.NotFoundHandler(), testHTTPLimits())
+	c := dialHTTP(t, addr)
+	go fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("b", 64<<10))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("status %d, want 431", resp.StatusCode)
+	}
+}
+
+// TestHTTPConnectionCap: with MaxConns connections held by clients that
+// send nothing, the next client waits (in the kernel's backlog, costing
+// the process nothing) and is served once the server has closed one of
+// them at ReadHeaderTimeout: its answer comes after that close, never
+// before.
+func TestHTTPConnectionCap(t *testing.T) {
+	addr := startHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), testHTTPLimits())
+	closed := make(chan time.Time, 2)
+	for range 2 {
+		c := dialHTTP(t, addr)
+		go func() { closedBy(t, c); closed <- time.Now() }()
+	}
+	served := make(chan time.Time, 1)
+	go func() {
+		c := &http.Client{Timeout: 20 * time.Second}
+		resp, err := c.Get("http://" + addr + "/health")
+		if err != nil {
+			t.Error(err)
+			served <- time.Time{}
+			return
+		}
+		resp.Body.Close()
+		served <- time.Now()
+	}()
+	at := <-served
+	first := <-closed
+	if at.IsZero() {
+		return
+	}
+	if at.Before(first) {
+		t.Errorf("served at %v, before any of the %d held connections was closed (%v): the cap does not hold", at, 2, first)
+	}
+}
