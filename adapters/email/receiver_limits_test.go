@@ -525,3 +525,38 @@ func TestReceiverShutdownClosesIdle(t *testing.T) {
 		c.closed()
 	}
 }
+
+// TestBDATChunkMatchesGoSMTP: the receiver lets a BDAT chunk past the
+// command line limit only where go-smtp reads one, so bdatChunk must read
+// a BDAT line as go-smtp does. For each variant, the line is followed by
+// "NOOP\r\n" (6 octets): go-smtp answers the NOOP exactly when it did not
+// take those octets as the chunk.
+func TestBDATChunkMatchesGoSMTP(t *testing.T) {
+	ws := newWorkspace(t)
+	r := startReceiver(t, ws, nil, ReceiverOptions{})
+	for _, line := range []string{
+		"BDAT 6", "bdat 6", "BdAt 6 last", "BDAT 6 LAST", "BDAT  6", "BDAT 6 ", "BDAT 6\tLAST", "BDAT 06", "BDAT 6\r",
+		"BDAT 6 FIRST", "BDAT 6 LAST X", "BDAT +6", "BDAT -6", "BDAT 0x6", "BDAT 4294967302", "BDAT\t6", "BDAT", "BDAT ",
+		"BDATX 6", " BDAT 6", "BDAT 6x",
+	} {
+		size, chunk := bdatChunk([]byte(line + "\r\n"))
+		want := chunk && size == 6
+		c := dialFrom(t, r.Addr(), "")
+		c.expect("220")
+		c.send("EHLO c.example\r\n")
+		c.expect("250")
+		c.send(line + "\r\nNOOP\r\nQUIT\r\n")
+		noop := false
+		for {
+			got := c.reply()
+			if got == "EOF" || strings.HasPrefix(got, "221") {
+				break
+			}
+			noop = noop || strings.Contains(got, "successfully done nothing")
+		}
+		if noop == want {
+			t.Errorf("%q: bdatChunk says chunk %v (size %d), go-smtp read the next 6 octets as a chunk: %v", line, chunk, size, !noop)
+		}
+		c.c.Close()
+	}
+}
