@@ -294,6 +294,7 @@ func (s *session) deliver(r io.Reader) error {
 		return tempFail(rc, err)
 	}
 	rc.Event()
+	s.markDelivered()
 	rc.log.Info("received", "id", m.ID, "from", s.from, "rcpts", len(s.rcpts), "size", obj.Size)
 	return nil
 }

@@ -43,6 +43,14 @@ const (
 	// Postfix shortens its timeouts to 10 s under stress; a session that
 	// has moved no message for as long gives its place to a new one.
 	defaultEvictIdle = 10 * time.Second
+	// A client whose address delivered a message within knownFor (the
+	// last knownSenders such addresses are kept) may take the place of a
+	// session idle for knownEvictIdle already. Slow clients that reconnect
+	// as soon as they are refused would otherwise take every place that
+	// frees up before the MTA that delivers real mail finds one.
+	knownSenders   = 1024
+	knownFor       = time.Hour
+	knownEvictIdle = time.Second
 	// RFC 5321 4.5.3.1.8 requires at least 100 recipients per message.
 	// More is a client's to split, and each recipient costs up to a
 	// command line of memory for the length of the transaction.
@@ -77,7 +85,8 @@ func (o *ReceiverOptions) limits() {
 // gate is the receiver's listener: it admits a session while there are
 // fewer than MaxSessions, and fewer than MaxSessionsPerIP from the
 // client's address. With every place taken it closes the session that has
-// waited longest (at least EvictIdle) without moving a message, so that
+// waited longest (at least EvictIdle, or knownEvictIdle for a client from
+// an address that delivered mail lately) without moving a message, so that
 // slow clients cannot keep real mail out; failing that, and beyond the
 // per-address cap, it answers 421, which an MTA retries later.
 type gate struct {
@@ -89,14 +98,15 @@ type gate struct {
 	mu      sync.Mutex
 	conns   map[*sessionConn]struct{}
 	perIP   map[string]int
-	refused int // since the last log line, which says how many
+	known   map[string]time.Time // address → when it last delivered a message
+	refused int                  // since the last log line, which says how many
 	evicted int
 	logged  time.Time
 }
 
 func newGate(ln net.Listener, r *Receiver) *gate {
 	return &gate{Listener: ln, opts: &r.opts, log: r.log.Warn,
-		conns: map[*sessionConn]struct{}{}, perIP: map[string]int{}}
+		conns: map[*sessionConn]struct{}{}, perIP: map[string]int{}, known: map[string]time.Time{}}
 }
 
 // Accept returns the next connection admitted; the others are answered and
@@ -128,7 +138,11 @@ func (g *gate) admit(c net.Conn) *sessionConn {
 	case key != "" && g.perIP[key] >= g.opts.MaxSessionsPerIP:
 		refuse = "421 4.7.0 " + g.opts.Hostname + " too many connections from your address, try again later"
 	case len(g.conns) >= g.opts.MaxSessions:
-		if victim = g.idlest(now); victim == nil {
+		wait := g.opts.EvictIdle
+		if t, ok := g.known[key]; ok && now.Sub(t) < knownFor {
+			wait = min(wait, knownEvictIdle)
+		}
+		if victim = g.idlest(now, wait); victim == nil {
 			refuse = "421 4.7.0 " + g.opts.Hostname + " too many connections, try again later"
 		}
 	}
@@ -172,13 +186,13 @@ func (g *gate) admit(c net.Conn) *sessionConn {
 }
 
 // idlest returns the session waiting for a command that has gone longest,
-// at least EvictIdle, without moving a message, marked evicted; nil if none
+// at least wait, without moving a message, marked evicted; nil if none
 // has. Called with g.mu held.
-func (g *gate) idlest(now time.Time) *sessionConn {
+func (g *gate) idlest(now time.Time, wait time.Duration) *sessionConn {
 	var best *sessionConn
 	var bestIdle time.Duration
 	for c := range g.conns {
-		if d, ok := c.idle(now); ok && d >= g.opts.EvictIdle && d > bestIdle {
+		if d, ok := c.idle(now); ok && d >= wait && d > bestIdle {
 			best, bestIdle = c, d
 		}
 	}
@@ -199,6 +213,23 @@ func (g *gate) forget(c *sessionConn) {
 			delete(g.perIP, c.key)
 		}
 	}
+}
+
+// delivered records that key's client moved a message at now.
+func (g *gate) delivered(key string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.known[key]; !ok && len(g.known) >= knownSenders {
+		oldest := now
+		var drop string
+		for k, t := range g.known {
+			if !t.After(oldest) {
+				oldest, drop = t, k
+			}
+		}
+		delete(g.known, drop)
+	}
+	g.known[key] = now
 }
 
 func (g *gate) release(c *sessionConn) {
@@ -497,6 +528,17 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)
+}
+
+// markDelivered tells the gate that the session's client delivered a
+// message: its address is known for knownFor.
+func (s *session) markDelivered() {
+	if s.conn == nil {
+		return
+	}
+	if c, ok := s.conn.Conn().(*sessionConn); ok {
+		c.g.delivered(c.key, c.g.opts.Now())
+	}
 }
 
 // idle says whether go-smtp is waiting for the client's next command, and

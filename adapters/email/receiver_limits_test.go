@@ -560,3 +560,43 @@ func TestBDATChunkMatchesGoSMTP(t *testing.T) {
 		c.c.Close()
 	}
 }
+
+// TestReceiverEvictsForKnownSender: slow clients that reconnect the moment
+// they are refused would take every place that frees up (each becomes
+// evictable after EvictIdle) before the MTA that delivers real mail finds
+// one. So a client from an address that delivered a message lately may
+// take the place of a session idle for a second already; any other client
+// waits for EvictIdle like before.
+func TestReceiverEvictsForKnownSender(t *testing.T) {
+	ws := newWorkspace(t)
+	clock := &testutil.Clock{T: receivedAt}
+	r := startReceiver(t, ws, nil, ReceiverOptions{MaxSessions: 2, EvictIdle: 10 * time.Second, Now: clock.Now})
+	if err := sendSMTPFrom(t, r.Addr(), "127.0.0.9", receiverMail); err != nil {
+		t.Fatalf("the MTA's first mail: %v", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the MTA's session to end", func() bool { return r.gate.Load().sessions() == 0 })
+
+	a := dialFrom(t, r.Addr(), "127.0.0.2")
+	a.expect("220")
+	clock.Advance(time.Second)
+	b := dialFrom(t, r.Addr(), "127.0.0.3")
+	b.send("MAIL FR") // trickling
+	b.expect("220")
+	waitWaiting(t, r, 2)
+	clock.Advance(time.Second) // a: 2 s, b: 1 s
+
+	stranger := dialFrom(t, r.Addr(), "127.0.0.4")
+	stranger.expect("421 4.7.0")
+	stranger.closed()
+
+	// The MTA gets a's place, and its second mail through.
+	again := strings.Replace(receiverMail, "<receiver-1@", "<receiver-again@", 1)
+	if err := sendSMTPFrom(t, r.Addr(), "127.0.0.9", again); err != nil {
+		t.Fatalf("the MTA's mail while slow clients hold every place: %v", err)
+	}
+	a.expect("421 4.7.0")
+	a.closed()
+	if n := len(ws.files(t)); n != 2 {
+		t.Errorf("%d files, want 2", n)
+	}
+}
