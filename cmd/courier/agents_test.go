@@ -50,7 +50,7 @@ var (
 
 // serveAgents starts the service's agent socket for workspace ws (its
 // mailbox initialized; the config as it is now), once, until t ends.
-func serveAgents(t *testing.T, ws string) {
+func serveAgents(t testing.TB, ws string) {
 	t.Helper()
 	agentSocketsMu.Lock()
 	defer agentSocketsMu.Unlock()

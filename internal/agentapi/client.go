@@ -60,6 +60,8 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 			return c.dial(ctx)
 		},
 		MaxIdleConns: 1,
+		// An artifact crosses in writes of this size, not 4 KiB ones.
+		WriteBufferSize: ioBuffer,
 	}}
 	return c, nil
 }

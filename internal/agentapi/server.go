@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -316,6 +318,9 @@ func requestError(err error, limit int64) *Error {
 
 var errTooLarge = errors.New("agentapi: request too large")
 
+// ioBuffer is the buffer of each side of a send's stream.
+const ioBuffer = 256 << 10
+
 func (s *Server) outcome(w http.ResponseWriter, o Outcome) {
 	writeJSON(w, status(o.Code), o)
 }
@@ -327,11 +332,15 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	mr, err := r.MultipartReader()
-	if err != nil {
-		writeError(w, &Error{Code: 64, Message: "agentapi: bad request: " + err.Error()})
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		writeError(w, &Error{Code: 64, Message: "agentapi: bad request: a send is multipart/form-data"})
 		return
 	}
+	// multipart reads through a bufio.Reader as large as the one it is
+	// given: the server's own reads 4 KiB at a time, a system call and a
+	// dropzone write for each 4 KiB of an artifact.
+	mr := multipart.NewReader(bufio.NewReaderSize(r.Body, ioBuffer), params["boundary"])
 	part, err := mr.NextPart()
 	if err != nil || part.FormName() != "request" {
 		writeError(w, &Error{Code: 64, Message: "agentapi: bad request: the first part must be \"request\""})
