@@ -30,6 +30,12 @@ func BenchmarkNormalizeSigned(b *testing.B) { benchAuth(b, typicalUnsigned(), tr
 // BenchmarkNormalizeUnsigned is BenchmarkNormalizeSigned's baseline.
 func BenchmarkNormalizeUnsigned(b *testing.B) { benchAuth(b, typicalUnsigned(), false) }
 
+// BenchmarkNormalizeNoKey: the typical message with a signature whose key
+// is not published (the emailbench fetch's mail, and forged signatures):
+// the header is read again and the lookup answered from the cache; no
+// body is hashed.
+func BenchmarkNormalizeNoKey(b *testing.B) { benchAuth(b, typicalMessage(), false) }
+
 // BenchmarkNormalizeSignedLarge: a message with a 16 MB attachment. The
 // body is hashed as it streams, so the memory held does not grow with it:
 // peak-heap-B (the most heap in use while it runs, sampled) is to be
