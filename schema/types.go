@@ -294,6 +294,9 @@ type Extra struct {
 	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
 	// ParseError says what could not be parsed; the message is still written.
 	ParseError Text `yaml:"parse_error,omitempty" json:"parse_error,omitempty"`
+	// Overflow lists the text fields longer than a message file keeps:
+	// each goes on in artifacts.
+	Overflow []Overflow `yaml:"overflow,omitempty" json:"overflow,omitempty"`
 
 	// IM.
 	MergedIDs []string `yaml:"merged_ids,omitempty" json:"merged_ids,omitempty"`
