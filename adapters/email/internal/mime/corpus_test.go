@@ -176,11 +176,16 @@ func readView(t testing.TB, s *dropzone.Store, raw io.Reader) view {
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
+	defer m.Close()
 	v := view{subject: CleanText(m.Decoder.Text(m.Header.Get("Subject"), "Subject"), "Subject", m.Notes)}
 	for i := range m.Artifacts {
 		v.names = append(v.names, m.Artifacts[i].FileName(m.Decoder))
 	}
-	v.text = CleanText(strings.Join(NewRenderer(m.Decoder, nil).Texts(m.Body), "\n"), "content.text", m.Notes)
+	var text strings.Builder
+	if err := NewRenderer(m.Decoder, nil).WriteText(&text, m.Body); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	v.text = CleanText(text.String(), "content.text", m.Notes)
 	if strings.TrimSpace(v.text) == "" {
 		v.text = ""
 	}

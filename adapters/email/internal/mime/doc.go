@@ -40,9 +40,12 @@
 //     a Message; what it could not parse is skipped or repaired and said
 //     in the Message's [Notes] (each note once, 4000 bytes at most).
 //   - Memory stays flat whatever the message's size: parts that are not
-//     body text stream into the batch; a text part over [MaxText] is
-//     stored as an artifact instead of held; a header keeps at most
-//     [MaxHeaderBytes]; buffers are pooled and released part by part.
+//     body text stream into the batch; body text is decoded [MaxText] at
+//     a time and held up to Options.MaxHeld, the rest waiting in a spool
+//     file that the Renderer streams back; a large HTML part is converted
+//     to Markdown a piece at a time, and only as much of it as asked; a
+//     header keeps at most [MaxHeaderBytes]; buffers are pooled and
+//     released part by part.
 //   - The work is bounded: past [MaxParts] parts the rest are skipped,
 //     multiparts nested deeper than [MaxDepth] are stored whole, messages
 //     forwarded inside one another are shown down to [MaxForwards] levels

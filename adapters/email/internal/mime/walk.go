@@ -20,8 +20,9 @@ const bufSize = 32 << 10
 // The reader's limits: past them a message is still read, and what is
 // left out is noted.
 const (
-	// MaxText bounds a text or HTML body part held in memory. A longer one
-	// is stored as an artifact instead, noted.
+	// MaxText bounds how much of a text or HTML body part is decoded at
+	// once: a longer one is decoded a piece at a time, each cut at a line
+	// end, so that a part of any size costs this much memory.
 	MaxText = 4 << 20
 	// MaxDepth bounds the nesting of multiparts; deeper ones are stored
 	// whole as artifacts.
@@ -82,6 +83,7 @@ type mimeWalker struct {
 	scratch  []byte
 	pooled   []*bufio.Reader
 	qpBuf    []byte // the output buffer of quoted-printable parts, one at a time
+	texts    *textStore
 }
 
 // entityPos is where an entity sits in the tree.
@@ -408,46 +410,88 @@ func sniffBoundary(br *bufio.Reader) string {
 }
 
 // text collects a text/plain or text/html body part, decoded to UTF-8 with
-// line ends normalised to LF. One larger than MaxText is stored as an
-// artifact instead.
+// line ends normalised to LF. A part longer than MaxText is decoded a
+// piece at a time, each cut at a line end, and the pieces past the
+// message's bound of text held wait in the spool: memory stays flat
+// whatever the part's size, and none of its text is dropped.
 func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPos, col *Body) error {
 	what := c.what()
 	r := w.decoder(cte, body, what)
-	buf := w.scratch[:0]
-	var err error
-	buf, err = readUpTo(buf, r, MaxText+1)
-	w.scratch = buf[:0]
-	if err != nil {
-		return w.ioError(err)
-	}
-	if len(buf) > MaxText {
-		w.notes.Addf("%s: %s body over %d bytes: stored as an artifact", what, media, MaxText)
-		name := "body.txt"
-		if media == "text/html" {
-			name = "body.html"
-		}
-		d := Artifact{name: param{raw: []byte(name)}, hasName: true, Media: media, lf: true}
-		_, err := w.artifact(d, "", io.MultiReader(bytes.NewReader(buf), r), what)
-		return err
-	}
-	if bad := badBytes(r); bad > 0 {
-		w.notes.Addf("%s: %d characters that are not base64 skipped", what, bad)
-	}
 	label := charsetLabel(charset)
 	if w.hint == "" && label != "" && !isUTF8Label(label) && lookupCharset(label) != nil {
 		w.hint = label
 	}
-	s := decodeCharset(buf, label, w.hint, what, w.notes)
-	s = normalizeNewlines(s)
-	if strings.TrimSpace(s) == "" {
+	var (
+		pieces   []piece
+		nonSpace bool
+		buf      = w.scratch[:0]
+	)
+	for {
+		var err error
+		start := len(buf)
+		buf, err = readUpTo(buf, r, MaxText)
+		if err != nil {
+			w.scratch = buf[:0]
+			return w.ioError(err)
+		}
+		last := len(buf) < MaxText || len(buf) == start
+		cut := len(buf)
+		if !last {
+			cut = chunkCut(buf, label)
+		} else if bad := badBytes(r); bad > 0 {
+			// Noted before the charset's notes, as when the part is
+			// decoded whole.
+			w.notes.Addf("%s: %d characters that are not base64 skipped", what, bad)
+		}
+		if cut > 0 {
+			s := normalizeNewlines(decodeCharset(buf[:cut], label, w.hint, what, w.notes))
+			if s != "" {
+				nonSpace = nonSpace || strings.TrimSpace(s) != ""
+				p, err := w.texts.keep(s)
+				if err != nil {
+					w.scratch = buf[:0]
+					return err
+				}
+				pieces = append(pieces, p)
+			}
+		}
+		buf = buf[:copy(buf, buf[cut:])]
+		if last {
+			break
+		}
+	}
+	w.scratch = buf[:0]
+	if !nonSpace {
 		return nil
 	}
 	if media == "text/html" {
-		col.segs = append(col.segs, segment{html: s})
+		col.segs = append(col.segs, segment{html: pieces})
 	} else {
-		col.segs = append(col.segs, segment{text: s})
+		col.segs = append(col.segs, segment{text: pieces})
 	}
 	return nil
+}
+
+// chunkCut returns where to end the piece of a long part decoded now,
+// within b: after its last line end, so that no character (in any charset
+// that keeps LF a byte of its own) and no CRLF is split. A piece without a
+// line end is cut at a character boundary: of UTF-8, and at a whole unit
+// of UTF-16 and UTF-32.
+func chunkCut(b []byte, label string) int {
+	switch {
+	case strings.HasPrefix(label, "utf-16") || strings.HasPrefix(label, "ucs-2"):
+		return len(b) &^ 1
+	case strings.HasPrefix(label, "utf-32") || strings.HasPrefix(label, "ucs-4"):
+		return len(b) &^ 3
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return i + 1
+	}
+	cut := runeCut(b)
+	if cut > 0 && b[cut-1] == '\r' {
+		cut-- // its LF may start the next piece
+	}
+	return cut
 }
 
 // readUpTo appends to buf what r holds, reading at most max bytes.
