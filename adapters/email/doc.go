@@ -40,6 +40,20 @@
 //     from the HTML (the Markdown is there, and is the body). The body
 //     under the front matter is the Markdown, else the text, ending in a
 //     newline.
+//   - The text a file keeps is bounded (NormalizeOptions.Bounds, from
+//     courier.limits.max_text_bytes, 4 MiB by default): the text and the
+//     HTML share it with the Markdown and the body made from them, a short
+//     field keeping all of its text and the long ones the same share. What
+//     the text or the HTML does not keep goes on, to the byte, in text
+//     artifacts (text-rest.txt, html-rest.html; markdown-rest.md for a
+//     Markdown longer than its share), split at the artifact limit;
+//     metadata.extra.overflow lists them by field with the sizes,
+//     parse_error says so, and the body ends with a line naming them. The
+//     Markdown is made from the HTML kept, so a 120 MB HTML mail costs the
+//     conversion of 1.3 MB, not of 120. Bounds also let only so many
+//     messages normalise at once (normalize_concurrency): what one takes
+//     in memory is bounded by the text kept, whatever its size, so the
+//     process's is too.
 //   - metadata.provider_raw: message_id, in_reply_to, references (each id
 //     "<...>" as written), subject (decoded), date (raw), from, to, cc,
 //     reply_to ("Name <addr>" strings, decoded; a list with no address keeps
@@ -155,8 +169,10 @@
 // it; a missing final boundary ends the last part; a multipart without a
 // boundary parameter uses the first "--" line of its body; one without any
 // delimiter is read as text. Base64 skips what is not base64 and decodes the
-// rest; quoted-printable keeps a stray "=". A text part over 4 MiB is stored
-// as an artifact; a part over NormalizeOptions.MaxArtifact is skipped;
+// rest; quoted-printable keeps a stray "=". A text part of any size is
+// decoded 4 MiB at a time, cut at line ends, and past the text held in
+// memory waits in a spool file (unlinked: it cannot outlive the process);
+// a part over NormalizeOptions.MaxArtifact is skipped;
 // beyond 1000 parts or 32 levels of nesting the rest is skipped or stored
 // whole. Each of these is noted in metadata.extra.parse_error.
 package email

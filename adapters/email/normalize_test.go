@@ -221,15 +221,23 @@ func TestParticipants(t *testing.T) {
 	}
 }
 
-func TestTextOverLimitBecomesArtifact(t *testing.T) {
+// A text part longer than a message file keeps is no longer set aside
+// whole as an attachment: the file keeps its start (half the text bound,
+// as the body repeats it) and the rest is a text artifact, so that the
+// agent reads the start and nothing is lost.
+func TestTextOverLimitKeepsItsStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large body")
 	}
-	raw := "Message-ID: <long@x>\nFrom: a@x\nContent-Type: text/plain\n\n" + strings.Repeat("0123456789abcde\n", mime.MaxText/16+10)
+	text := strings.Repeat("0123456789abcde\n", mime.MaxText/16+10)
+	raw := "Message-ID: <long@x>\nFrom: a@x\nContent-Type: text/plain\n\n" + text
 	m := normalizeBytes(t, []byte(raw))
 	checkValid(t, "long text", m)
-	if m.Content.Text != "" || len(m.Artifacts) != 1 || m.Artifacts[0].Name != "body.txt" || m.Artifacts[0].Size != int64(len(raw)-strings.Index(raw, "\n\n")-2) {
-		t.Errorf("text %d bytes, artifacts %+v", len(m.Content.Text), m.Artifacts)
+	if len(m.Content.Text) != DefaultMaxText/2 || !strings.HasPrefix(text, string(m.Content.Text)) {
+		t.Errorf("text %d bytes, want the first %d", len(m.Content.Text), DefaultMaxText/2)
+	}
+	if len(m.Artifacts) != 1 || m.Artifacts[0].Name != "text-rest.txt" || m.Artifacts[0].Size != int64(len(text)-DefaultMaxText/2) {
+		t.Errorf("artifacts %+v", m.Artifacts)
 	}
 }
 
