@@ -156,9 +156,11 @@ func (mb *Mailbox) ReadFile(ctx context.Context, id string) ([]byte, *Entry, err
 // but a regular file with an UnsafePathError.
 func (mb *Mailbox) ReadPath(rel string) ([]byte, error) { return mb.fs.readFile(mb.Abs(rel)) }
 
-// Message reads and decodes the inbound message of an id.
+// Message reads and decodes the inbound message of an id. A file of any
+// size is read in bounded memory: one over WholeFile bytes (written
+// before max_text_bytes) has its long values and its body cut, saying so.
 func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *Entry, error) {
-	b, e, err := mb.ReadFile(ctx, id)
+	b, e, err := mb.openBounded(ctx, id, schema.MaxReadText)
 	if err != nil {
 		return nil, e, err
 	}
@@ -172,9 +174,10 @@ func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *En
 	return m, e, nil
 }
 
-// Draft reads and decodes the outbound draft of an id.
+// Draft reads and decodes the outbound draft of an id, in bounded memory
+// as Message does.
 func (mb *Mailbox) Draft(ctx context.Context, id string) (*schema.Draft, *Entry, error) {
-	b, e, err := mb.ReadFile(ctx, id)
+	b, e, err := mb.openBounded(ctx, id, schema.MaxReadText)
 	if err != nil {
 		return nil, e, err
 	}

@@ -1,0 +1,81 @@
+package mailbox_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// A file written before max_text_bytes (content and body 18 MiB each, a
+// 75 MB file) is still a message of the mailbox: reindex indexes it with
+// its preview, Message decodes it with its long values cut and saying so,
+// and OpenFile streams all of it, byte for byte.
+func TestOldHugeFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 75 MB file")
+	}
+	mb, root := newMailbox(t, nil)
+	m := testutil.HugeMessage("huge", 18<<20)
+	want, err := schema.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written as the old Courier wrote it, not through today's writer.
+	name := filepath.Join(mb.Dir(mailbox.BoxInbound, schema.Email), mailbox.FileName(m.Timestamp.Time, m.ID))
+	if err := os.WriteFile(name, want, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	st, err := mb.Reindex(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Indexed != 1 || len(st.Invalid) != 0 {
+		t.Fatalf("reindex: %+v", st)
+	}
+	e, err := mb.Get(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(e.Preview, "A paragraph of **Markdown**") {
+		t.Errorf("preview %q", e.Preview)
+	}
+
+	got, _, err := mb.Message(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != m.ID || got.Participants.From.Email != "ann@example.com" {
+		t.Errorf("decoded %s from %+v", got.ID, got.Participants.From)
+	}
+	total := len(got.Content.Text) + len(got.Content.HTML) + len(got.Content.Markdown)
+	if total > schema.MaxReadText+4<<20 {
+		t.Errorf("content decoded: %d bytes, over the bound", total)
+	}
+	for name, v := range map[string]string{"text": string(got.Content.Text), "html": string(got.Content.HTML), "markdown": string(got.Content.Markdown), "body": got.Body} {
+		if !strings.Contains(v, "bytes more in the file, not read]") {
+			t.Errorf("%s (%d bytes) does not say it was cut", name, len(v))
+		}
+	}
+	if !strings.HasPrefix(got.Body, "A paragraph of **Markdown**") || len(got.Body) > schema.MaxReadText+100 {
+		t.Errorf("body: %d bytes, %q…", len(got.Body), got.Body[:min(40, len(got.Body))])
+	}
+
+	f, _, err := mb.OpenFile(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	onDisk, err := io.ReadAll(f)
+	if err != nil || string(onDisk) != string(want) {
+		t.Fatalf("OpenFile streams %d bytes (err %v), the file has %d", len(onDisk), err, len(want))
+	}
+	if fi, err := os.Stat(filepath.Join(root, e.Path)); err != nil || fi.Size() <= mailbox.WholeFile {
+		t.Fatalf("the file is not large: %v %v", fi, err)
+	}
+}
