@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"unicode/utf8"
+
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// printFile prints a mailbox file as read does, in bounded memory whatever
+// its size. A file up to mailbox.WholeFile bytes (every file Courier
+// writes now) is read whole and printed by printMessage. A larger one (an
+// inbound file written before courier.limits.max_text_bytes, hundreds of
+// megabytes) is streamed: --raw copies it; the other forms read its front
+// matter with schema.ReadHead (long values cut, saying so) and copy its
+// body after the header, escaping it on the way for JSON.
+func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	if fi.Size() <= mailbox.WholeFile {
+		data, err := io.ReadAll(io.LimitReader(f, mailbox.WholeFile+1))
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Path, err)
+		}
+		return a.printMessage(data, e, raw, content, format)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if raw {
+		clean := func(b []byte) []byte { return b }
+		if isTerminal(a.stdout) {
+			clean = visibleControls
+		}
+		_, err := copyRunes(a.stdout, br, func(s string) []byte { return clean([]byte(s)) })
+		return err
+	}
+	if e.Direction != schema.Inbound {
+		return fmt.Errorf("%s: a draft of %d bytes, larger than a draft may be: `courier read --raw %s` shows it as it is", e.Path, fi.Size(), e.ID)
+	}
+	// The text forms show none of content.*: their long values are read
+	// no further than the 64 KiB every value keeps.
+	budget := 1
+	if format == "json" && !content {
+		budget = schema.MaxReadText
+	}
+	head, _, err := schema.ReadHead(br, budget)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	msg, err := schema.Decode(head)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	// The head and its parse tree are garbage now: collected before the
+	// JSON doubles the message, the peaks do not add up.
+	runtime.GC()
+	text := func(s string) []byte { return []byte(safeText(s)) }
+	switch {
+	case content:
+		_, err := copyRunes(a.stdout, br, text)
+		return err
+	case format == "json":
+		return a.streamJSON(e, msg, br)
+	}
+	var b bytes.Buffer
+	writeMessageHead(&b, e, msg)
+	if _, err := io.WriteString(a.stdout, safeText(b.String())); err != nil {
+		return err
+	}
+	last, err := copyRunes(a.stdout, br, text)
+	if err == nil && last != '\n' {
+		_, err = io.WriteString(a.stdout, "\n")
+	}
+	return err
+}
+
+// streamJSON prints the entry and the message as read --format json does,
+// the body escaped a piece at a time as it is read from br: the message's
+// JSON ends in its body ("body" is the last field of schema.Message).
+func (a *app) streamJSON(e *mailbox.Entry, msg *schema.Message, br *bufio.Reader) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return err
+	}
+	head := bytes.TrimSuffix(bytes.Clone(buf.Bytes()), []byte("\n"))
+	buf.Reset()
+	msg.Body = ""
+	if err := enc.Encode(struct {
+		Message *schema.Message `json:"message"`
+	}{msg}); err != nil {
+		return err
+	}
+	const end = `""}}` + "\n"
+	doc := buf.Bytes()
+	if !bytes.HasSuffix(doc, []byte(`"body":`+end)) {
+		return fmt.Errorf("%s: the message's JSON does not end in its body", e.Path)
+	}
+	w := &jsonSafeWriter{w: a.stdout}
+	for _, b := range [][]byte{head[:len(head)-1], []byte(","), doc[1 : len(doc)-len(end)], []byte(`"`)} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	var piece bytes.Buffer
+	penc := json.NewEncoder(&piece)
+	penc.SetEscapeHTML(false)
+	_, err := copyRunes(w, br, func(s string) []byte {
+		piece.Reset()
+		penc.Encode(s) // a string always encodes
+		b := bytes.TrimSuffix(piece.Bytes(), []byte("\n"))
+		return b[1 : len(b)-1]
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte(end[1:])); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// copyRunes copies r to w a piece at a time, each cut at a character
+// boundary and passed through conv, and returns the last byte copied.
+func copyRunes(w io.Writer, r io.Reader, conv func(string) []byte) (last byte, err error) {
+	buf := make([]byte, 64<<10+utf8.UTFMax)
+	carry := 0
+	for {
+		n, rerr := io.ReadFull(r, buf[carry:carry+64<<10])
+		n += carry
+		cut := n
+		if rerr == nil {
+			cut = runeBoundary(buf[:n])
+		}
+		if cut > 0 {
+			if _, err := w.Write(conv(string(buf[:cut]))); err != nil {
+				return last, err
+			}
+			last = buf[cut-1]
+		}
+		carry = copy(buf, buf[cut:n])
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			return last, nil
+		default:
+			return last, rerr
+		}
+	}
+}
+
+// runeBoundary returns the length of the longest prefix of b that ends
+// between characters.
+func runeBoundary(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return len(b)
+			}
+			return i
+		}
+	}
+	return len(b)
+}
