@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Client talks to the service over its socket.
@@ -62,6 +63,10 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 		MaxIdleConns: 1,
 		// An artifact crosses in writes of this size, not 4 KiB ones.
 		WriteBufferSize: ioBuffer,
+		// Once the request is written, the service answers in well under
+		// this (its database waits at most 10 s for a lock): a service that
+		// hangs is reported, not waited for forever.
+		ResponseHeaderTimeout: time.Minute,
 	}}
 	return c, nil
 }
