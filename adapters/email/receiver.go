@@ -267,8 +267,9 @@ func (s *session) deliver(r io.Reader) error {
 			return errTooBig
 		}
 		if clientGone(err) {
-			// A timeout, a hang-up, an abandoned BDAT: not a fault of ours.
-			rc.log.Info("receiver: the client stopped sending its message", "err", err)
+			// A timeout, a hang-up, an abandoned BDAT: not a fault of
+			// ours, and as frequent as a client likes (so: debug).
+			rc.log.Debug("receiver: the client stopped sending its message", "err", err)
 			return errClientGone
 		}
 		rc.log.Error("receiver: cannot store the message", "err", err)

@@ -406,6 +406,10 @@ func (c *sessionConn) read(p []byte) (n int, bye string, err error) {
 		case isTimeout(rerr) && !time.Now().Before(c.end):
 			c.err, c.final = io.EOF, true
 			return 0, "421 4.4.2 " + c.g.opts.Hostname + " session time limit reached, closing", c.err
+		case errors.Is(rerr, syscall.ECONNRESET):
+			// A client's hang-up: go-smtp would log each one, and a
+			// client can hang up as often as it likes.
+			c.err = io.EOF
 		default:
 			// Handed over once what came before it is: a command line
 			// cut short by it is not.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/smtp"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -598,5 +600,52 @@ func TestReceiverEvictsForKnownSender(t *testing.T) {
 	a.closed()
 	if n := len(ws.files(t)); n != 2 {
 		t.Errorf("%d files, want 2", n)
+	}
+}
+
+// recordingHandler keeps the log records at Info and above.
+type recordingHandler struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *recordingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestReceiverHangupsAreNotLogged: a client may hang up (a TCP reset) as
+// often as it likes, before a command, in the middle of one or of a
+// message: none of it reaches the log above debug, which would otherwise
+// grow by a line a connection.
+func TestReceiverHangupsAreNotLogged(t *testing.T) {
+	ws := newWorkspace(t)
+	h := &recordingHandler{}
+	r := startReceiver(t, ws, nil, ReceiverOptions{Logger: slog.New(h)})
+	for i, script := range []string{"", "EHLO c.example\r\nNOOP", "EHLO c.example\r\nMAIL FROM:<a@example.com>\r\nRCPT TO:<b@example.com>\r\nDATA\r\nSubject: x\r\n\r\nhalf a"} {
+		for range 10 {
+			c := dialFrom(t, r.Addr(), "")
+			c.expect("220")
+			c.send(script)
+			if strings.Contains(script, "DATA") {
+				for range 4 {
+					c.reply()
+				}
+			}
+			c.c.(*net.TCPConn).SetLinger(0) // close sends a reset
+			c.c.Close()
+		}
+		testutil.WaitFor(t, 10*time.Second, "the sessions to end", func() bool { return r.gate.Load().sessions() == 0 })
+		h.mu.Lock()
+		if len(h.msgs) > 0 {
+			t.Errorf("script %d: hang-ups logged: %q", i, h.msgs)
+		}
+		h.msgs = nil
+		h.mu.Unlock()
 	}
 }
