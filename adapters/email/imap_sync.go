@@ -118,13 +118,15 @@ func (s *IMAPSource) ingest(ctx context.Context, ic *imapConn, folder string, po
 	prog := newProgress(s.opts.Progress, s.opts.Account+" "+folder, len(uids))
 	defer prog.finish()
 	var pend *pendingChunk
-	for i := 0; i < len(uids); i += s.opts.Chunk {
+	for i := 0; i < len(uids); {
 		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
 		c, err := s.fetchChunk(ctx, ic, folder, pos.validity, chunk, sink)
 		if err != nil {
 			s.settle(ic, pend)
 			return err
 		}
+		chunk = chunk[:c.taken] // the rest, over the chunk's text, is the next chunk's
+		i += c.taken
 		if err := s.settle(ic, pend); err != nil {
 			c.batch.Abort()
 			return err
@@ -166,6 +168,7 @@ type fetched struct {
 	events []adapters.Event
 	batch  *dropzone.Batch
 	done   []imap.UID
+	taken  int // how many of the chunk's UIDs it covers
 }
 
 // commit makes the chunk durable: the dropzone batch, then the messages and
@@ -206,7 +209,8 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 	if err != nil {
 		return nil, err
 	}
-	c := &fetched{batch: s.opts.Dropzone.NewBatch(), done: done}
+	uids, want, done = s.fit(uids, want, sizes, done)
+	c := &fetched{batch: s.opts.Dropzone.NewBatch(), done: done, taken: len(uids)}
 	if len(want) == 0 {
 		return c, nil
 	}
@@ -258,6 +262,44 @@ func (s *IMAPSource) envelopes(ctx context.Context, ic *imapConn, uids []imap.UI
 	return want, sizes, done, nil
 }
 
+// chunkTexts bounds the text the messages of a chunk keep, in texts of
+// the most a message file keeps (Bounds.MaxText): a chunk's messages stay
+// in memory until it is durable, and the next chunk is fetched meanwhile,
+// so 250 newsletters of 4 MB must not make one chunk of a gigabyte.
+const chunkTexts = 8
+
+// fit cuts a chunk short where the text its wanted messages keep (each
+// counted as its size, up to the text bound) passes chunkTexts bounds:
+// the UIDs, wanted and done before that point are the chunk's, the rest
+// the next one's. A chunk takes at least its first UID.
+func (s *IMAPSource) fit(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]int64, done []imap.UID) ([]imap.UID, imap.UIDSet, []imap.UID) {
+	limit := s.opts.Bounds.maxText()
+	var sum int64
+	for i, u := range uids {
+		if !want.Contains(u) {
+			continue
+		}
+		if sum += min(sizes[u], limit); sum <= chunkTexts*limit || i == 0 {
+			continue
+		}
+		uids = uids[:i]
+		var w imap.UIDSet
+		for _, u := range uids {
+			if want.Contains(u) {
+				w.AddNum(u)
+			}
+		}
+		var d []imap.UID
+		for _, u := range done {
+			if u < uids[i-1]+1 {
+				d = append(d, u)
+			}
+		}
+		return uids, w, d
+	}
+	return uids, want, done
+}
+
 // bySize splits the wanted UIDs, in the chunk's order, into those fetched
 // whole and those over IMAPOptions.MaxMessage.
 func (s *IMAPSource) bySize(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]int64) (small, large imap.UIDSet) {
@@ -305,7 +347,7 @@ func (s *IMAPSource) fetchBodies(ic *imapConn, c *fetched, set imap.UIDSet, sect
 		return errors.Join(readErr, err)
 	}
 	for _, r := range results {
-		c.events = append(c.events, adapters.Event{Message: r.m, UnverifiedSender: s.opts.Verifier.UnverifiedSender(r.m)})
+		c.events = append(c.events, adapters.Event{Message: r.m, JoinKnownThread: true, UnverifiedSender: s.opts.Verifier.UnverifiedSender(r.m)})
 		c.done = append(c.done, r.uid)
 	}
 	if err := cmd.Close(); err != nil {

@@ -936,3 +936,31 @@ func TestIMAPConnectTimeout(t *testing.T) {
 		t.Errorf("health = %+v, want error", h)
 	}
 }
+
+// TestIMAPJoinsKnownThread: a reply whose References are missing (only
+// In-Reply-To, naming a reply) joins the thread of the parent the mailbox
+// knows, as the receiver's mail does: the IMAP source asks the pipeline
+// for it (adapters.Event.JoinKnownThread).
+func TestIMAPJoinsKnownThread(t *testing.T) {
+	ctx := context.Background()
+	m := startMemIMAP(t, memOptions{})
+	ws := newWorkspace(t)
+	mail := func(id, extra, subject string) []byte {
+		return []byte("From: Ann <ann@example.com>\r\nTo: agent@corp.example\r\nSubject: " + subject +
+			"\r\nDate: Fri, 06 Feb 2026 20:45:00 +0000\r\nMessage-ID: <" + id + ">\r\n" + extra + "\r\nbody\r\n")
+	}
+	m.append(t, "INBOX", mail("top@example.com", "", "Plan"), time.Time{})
+	m.append(t, "INBOX", mail("mid@example.com", "In-Reply-To: <top@example.com>\r\nReferences: <top@example.com>\r\n", "Re: Plan"), time.Time{})
+	m.append(t, "INBOX", mail("deep@example.com", "In-Reply-To: <mid@example.com>\r\n", "Re: Plan"), time.Time{})
+	src := m.source(t, ws, IMAPOptions{})
+	if err := src.SyncOnce(ctx, ws.pipe); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, msg := range ws.messages(t) {
+		keys[msg.Metadata.ProviderRaw["message_id"].(string)] = string(msg.Session.ThreadKey)
+	}
+	if len(keys) != 3 || keys["<deep@example.com>"] != keys["<top@example.com>"] {
+		t.Errorf("thread keys %v: the reply without References did not join its known thread", keys)
+	}
+}
