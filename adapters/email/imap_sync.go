@@ -291,7 +291,7 @@ func (s *IMAPSource) fit(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]i
 		}
 		var d []imap.UID
 		for _, u := range done {
-			if u < uids[i-1]+1 {
+			if u <= uids[i-1] {
 				d = append(d, u)
 			}
 		}
