@@ -83,8 +83,11 @@ func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format 
 }
 
 // streamJSON prints the entry and the message as read --format json does,
-// the body escaped a piece at a time as it is read from br: the message's
-// JSON ends in its body ("body" is the last field of schema.Message).
+// without a copy of their long strings: the JSON is encoded with
+// placeholders for content.text, content.html, content.markdown and the
+// body, and each is written in their place escaped a piece at a time (the
+// body as it is read from br). A 16 MiB HTML is printed for its 16 MiB,
+// not for the four copies an encoder's buffers would make of it.
 func (a *app) streamJSON(e *mailbox.Entry, msg *schema.Message, br *bufio.Reader) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -94,39 +97,97 @@ func (a *app) streamJSON(e *mailbox.Entry, msg *schema.Message, br *bufio.Reader
 	}
 	head := bytes.TrimSuffix(bytes.Clone(buf.Bytes()), []byte("\n"))
 	buf.Reset()
-	msg.Body = ""
+
+	// The values, in the order encoding/json writes them.
+	type value struct {
+		field *schema.NullString
+		text  string
+	}
+	values := []value{{field: &msg.Content.Text}, {field: &msg.Content.HTML}, {field: &msg.Content.Markdown}}
+	for i := range values {
+		v := &values[i]
+		if *v.field != "" {
+			v.text, *v.field = string(*v.field), schema.NullString(placeholder(i))
+		}
+	}
+	msg.Body = placeholder(len(values))
 	if err := enc.Encode(struct {
 		Message *schema.Message `json:"message"`
 	}{msg}); err != nil {
 		return err
 	}
-	const end = `""}}` + "\n"
 	doc := buf.Bytes()
-	if !bytes.HasSuffix(doc, []byte(`"body":`+end)) {
-		return fmt.Errorf("%s: the message's JSON does not end in its body", e.Path)
-	}
 	w := &jsonSafeWriter{w: a.stdout}
-	for _, b := range [][]byte{head[:len(head)-1], []byte(","), doc[1 : len(doc)-len(end)], []byte(`"`)} {
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-	}
-	var piece bytes.Buffer
-	penc := json.NewEncoder(&piece)
-	penc.SetEscapeHTML(false)
-	_, err := copyRunes(w, br, func(s string) []byte {
-		piece.Reset()
-		penc.Encode(s) // a string always encodes
-		b := bytes.TrimSuffix(piece.Bytes(), []byte("\n"))
-		return b[1 : len(b)-1]
-	})
-	if err != nil {
+	if _, err := w.Write(append(head[:len(head)-1], ',')); err != nil {
 		return err
 	}
-	if _, err := w.Write([]byte(end[1:])); err != nil {
+	doc = doc[1:]
+	escape := jsonPieces()
+	for i := 0; i <= len(values); i++ {
+		ph, _ := json.Marshal(placeholder(i))
+		before, after, found := bytes.Cut(doc, ph)
+		if !found {
+			continue // a null value
+		}
+		if _, err := w.Write(append(before, '"')); err != nil {
+			return err
+		}
+		var err error
+		if i < len(values) {
+			err = writeEscaped(w, values[i].text, escape)
+		} else {
+			_, err = copyRunes(w, br, escape)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write([]byte{'"'}); err != nil {
+			return err
+		}
+		doc = after
+	}
+	if _, err := w.Write(doc); err != nil {
 		return err
 	}
 	return w.Close()
+}
+
+// placeholder stands in the JSON for the i-th long value: NUL bytes, which
+// no value of a valid file holds, are escaped as \u0000, so it cannot
+// occur otherwise.
+func placeholder(i int) string { return fmt.Sprintf("\x00courier-value-%d\x00", i) }
+
+// jsonPieces returns a function escaping a piece of a string as JSON does
+// inside quotes (SetEscapeHTML off, as read's encoder).
+func jsonPieces() func(string) []byte {
+	var piece bytes.Buffer
+	enc := json.NewEncoder(&piece)
+	enc.SetEscapeHTML(false)
+	return func(s string) []byte {
+		piece.Reset()
+		enc.Encode(s) // a string always encodes
+		b := bytes.TrimSuffix(piece.Bytes(), []byte("\n"))
+		return b[1 : len(b)-1]
+	}
+}
+
+// writeEscaped writes s to w through escape, 64 KiB at a time, each piece
+// ending between characters.
+func writeEscaped(w io.Writer, s string, escape func(string) []byte) error {
+	for s != "" {
+		k := min(len(s), 64<<10)
+		for j := k; j > k-utf8.UTFMax && j > 0 && j < len(s); j-- {
+			if utf8.RuneStart(s[j]) {
+				k = j
+				break
+			}
+		}
+		if _, err := w.Write(escape(s[:k])); err != nil {
+			return err
+		}
+		s = s[k:]
+	}
+	return nil
 }
 
 // copyRunes copies r to w a piece at a time, each cut at a character
