@@ -458,12 +458,20 @@ func (c *sessionConn) clear() (bye string, err error) {
 
 // scanData moves the end-of-data state over b as go-smtp's dataReader
 // does, and returns how much of b is content (the end marker included) and
-// whether it ended.
+// whether it ended. In the middle of a line only a CR matters, so it
+// skips to the next one at memchr speed.
 func (c *sessionConn) scanData(b []byte) (int, bool) {
-	for i, ch := range b {
+	for i := 0; i < len(b); i++ {
 		switch c.dot {
+		case dotData:
+			j := bytes.IndexByte(b[i:], '\r')
+			if j < 0 {
+				return len(b), false
+			}
+			i += j
+			c.dot = dotCR
 		case dotBeginLine:
-			switch ch {
+			switch b[i] {
 			case '.':
 				c.dot = dotDot
 			case '\r':
@@ -472,26 +480,22 @@ func (c *sessionConn) scanData(b []byte) (int, bool) {
 				c.dot = dotData
 			}
 		case dotDot:
-			if ch == '\r' {
+			if b[i] == '\r' {
 				c.dot = dotDotCR
 			} else {
 				c.dot = dotData
 			}
 		case dotDotCR:
-			if ch == '\n' {
+			if b[i] == '\n' {
 				c.dot = dotBeginLine
 				return i + 1, true
 			}
 			c.dot = dotData
 		case dotCR:
-			if ch == '\n' {
+			if b[i] == '\n' {
 				c.dot = dotBeginLine
 			} else {
 				c.dot = dotData
-			}
-		case dotData:
-			if ch == '\r' {
-				c.dot = dotCR
 			}
 		}
 	}

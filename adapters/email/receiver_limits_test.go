@@ -2,6 +2,7 @@ package email
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -648,4 +649,134 @@ func TestReceiverHangupsAreNotLogged(t *testing.T) {
 		h.msgs = nil
 		h.mu.Unlock()
 	}
+}
+
+// memConn is a net.Conn that reads from r and writes nowhere.
+type memConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c memConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c memConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c memConn) Close() error                     { return nil }
+func (c memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c memConn) SetWriteDeadline(time.Time) error { return nil }
+func (c memConn) SetDeadline(time.Time) error      { return nil }
+func (c memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// BenchmarkSessionConnContent: what following the conversation costs a
+// message's content (the end-of-data scan, one copy), read the way
+// go-smtp's dataReader reads it (byte by byte from a 4 KiB bufio.Reader),
+// beside the bare connection.
+// 64 MiB of 78-octet lines a run:
+//
+//	go test -run '^$' -bench SessionConnContent -benchtime 20x ./adapters/email
+func BenchmarkSessionConnContent(b *testing.B) {
+	line := strings.Repeat("0123456789", 7) + "abcdef\r\n"
+	content := []byte(strings.Repeat(line, (64<<20)/len(line)) + ".\r\n")
+	opts := ReceiverOptions{}
+	opts.limits()
+	g := &gate{opts: &opts, conns: map[*sessionConn]struct{}{}, perIP: map[string]int{}, known: map[string]time.Time{}}
+	for _, wrapped := range []bool{false, true} {
+		b.Run(map[bool]string{false: "bare", true: "sessionConn"}[wrapped], func(b *testing.B) {
+			b.SetBytes(int64(len(content)))
+			for range b.N {
+				var conn net.Conn = memConn{r: bytes.NewReader(content)}
+				if wrapped {
+					sc := newSessionConn(conn, g, "", opts.Now())
+					sc.mode = modeData
+					conn = sc
+				}
+				br := bufio.NewReaderSize(conn, 4096)
+				n := 0
+				for {
+					if _, err := br.ReadByte(); err != nil {
+						if err != io.EOF {
+							b.Fatal(err)
+						}
+						break
+					}
+					n++
+				}
+				if n != len(content) {
+					b.Fatalf("read %d octets of %d", n, len(content))
+				}
+			}
+		})
+	}
+}
+
+// dataEnd is go-smtp's dataReader (data.go) reduced to its end-of-data
+// state machine, a byte at a time: the offset just past the end marker,
+// or -1. scanData must agree with it, or content and commands would be
+// told apart where go-smtp does not.
+func dataEnd(b []byte) int {
+	const (
+		beginLine = iota
+		dot
+		dotCR
+		cr
+		data
+	)
+	state := beginLine
+	for i, c := range b {
+		switch state {
+		case beginLine:
+			if c == '.' {
+				state = dot
+				continue
+			}
+			if c == '\r' {
+				state = cr
+				break
+			}
+			state = data
+		case dot:
+			if c == '\r' {
+				state = dotCR
+				continue
+			}
+			state = data
+		case dotCR:
+			if c == '\n' {
+				return i + 1
+			}
+			state = data
+		case cr:
+			if c == '\n' {
+				state = beginLine
+				break
+			}
+			state = data
+		case data:
+			if c == '\r' {
+				state = cr
+			}
+		}
+	}
+	return -1
+}
+
+// FuzzScanData: scanData finds the end of DATA content where go-smtp's
+// reader does, whichever way the content is cut into reads.
+func FuzzScanData(f *testing.F) {
+	for _, s := range []string{".\r\n", "a\r\n.\r\n", "a\n.\r\n", "\r\r\n.\r\n", "..\r\n.\r\n", ".x\r\n.\r\n",
+		"a\r\n.\r\r\n.\r\n", "a\r\n.\n\r\n.\r\n", string(crlf(receiverMail)) + ".\r\n", "\r\n.\r\n"} {
+		f.Add([]byte(s), uint16(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut uint16) {
+		want := dataEnd(b)
+		k := int(cut) % (len(b) + 1)
+		c := &sessionConn{}
+		got := -1
+		if n, end := c.scanData(b[:k]); end {
+			got = n
+		} else if n, end := c.scanData(b[k:]); end {
+			got = k + n
+		}
+		if got != want {
+			t.Errorf("%q cut at %d: end at %d, go-smtp's at %d", b, k, got, want)
+		}
+	})
 }
