@@ -668,10 +668,13 @@ func (c memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net
 // BenchmarkSessionConnContent: what following the conversation costs a
 // message's content (the end-of-data scan, one copy), read the way
 // go-smtp's dataReader reads it (byte by byte from a 4 KiB bufio.Reader),
-// beside the bare connection.
-// 64 MiB of 78-octet lines a run:
+// beside the bare connection. 64 MiB of 78-octet lines a run:
 //
-//	go test -run '^$' -bench SessionConnContent -benchtime 20x ./adapters/email
+//	go test -run '^$' -bench SessionConnContent -benchtime 20x -count 6 ./adapters/email
+//
+// Medians of 6 on the 2-core machine: 515 MB/s through the sessionConn,
+// 557 MB/s bare (0.92x); with the byte-by-byte scan of ea544fd, 298
+// against 444 MB/s (0.67x).
 func BenchmarkSessionConnContent(b *testing.B) {
 	line := strings.Repeat("0123456789", 7) + "abcdef\r\n"
 	content := []byte(strings.Repeat(line, (64<<20)/len(line)) + ".\r\n")
