@@ -783,3 +783,25 @@ func FuzzScanData(f *testing.F) {
 		}
 	})
 }
+
+// TestClientKey: the per-address cap counts an IPv4 address alone (the
+// IPv4-mapped form of a dual-stack listener too) and an IPv6 address by
+// its /64, which one client holds whole; a Unix socket is not counted.
+func TestClientKey(t *testing.T) {
+	tcp := func(s string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(s), Port: 25} }
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{tcp("192.0.2.1"), "192.0.2.1"},
+		{tcp("::ffff:192.0.2.1"), "192.0.2.1"},
+		{tcp("2001:db8::1"), "2001:db8::/64"},
+		{tcp("2001:db8::ffff:1234:5678:9abc"), "2001:db8::/64"},
+		{tcp("2001:db8:0:1::1"), "2001:db8:0:1::/64"},
+		{&net.UnixAddr{Name: "@", Net: "unix"}, ""},
+	} {
+		if got := clientKey(tc.addr); got != tc.want {
+			t.Errorf("clientKey(%v) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
