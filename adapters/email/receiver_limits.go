@@ -43,6 +43,10 @@ const (
 	// Postfix shortens its timeouts to 10 s under stress; a session that
 	// has moved no message for as long gives its place to a new one.
 	defaultEvictIdle = 10 * time.Second
+	// Content counts as moving a message at this rate: a session sending
+	// a message's content at 1 KiB/s or more never looks idle, one that
+	// trickles it (or sends one-octet BDAT chunks now and then) does.
+	creditPerKiB = time.Second
 	// A client whose address delivered a message within knownFor (the
 	// last knownSenders such addresses are kept) may take the place of a
 	// session idle for knownEvictIdle already. Slow clients that reconnect
@@ -84,11 +88,12 @@ func (o *ReceiverOptions) limits() {
 
 // gate is the receiver's listener: it admits a session while there are
 // fewer than MaxSessions, and fewer than MaxSessionsPerIP from the
-// client's address. With every place taken it closes the session that has
-// waited longest (at least EvictIdle, or knownEvictIdle for a client from
-// an address that delivered mail lately) without moving a message, so that
-// slow clients cannot keep real mail out; failing that, and beyond the
-// per-address cap, it answers 421, which an MTA retries later.
+// client's address. With every place taken it closes the session, waiting
+// for its client, that has gone longest (at least EvictIdle, or
+// knownEvictIdle for a client from an address that delivered mail lately)
+// without moving a message (see sessionConn.moved), so that slow clients
+// cannot keep real mail out; failing that, and beyond the per-address cap,
+// it answers 421, which an MTA retries later.
 type gate struct {
 	net.Listener
 	opts    *ReceiverOptions
@@ -185,7 +190,7 @@ func (g *gate) admit(c net.Conn) *sessionConn {
 	return sc
 }
 
-// idlest returns the session waiting for a command that has gone longest,
+// idlest returns the session waiting for its client that has gone longest,
 // at least wait, without moving a message, marked evicted; nil if none
 // has. Called with g.mu held.
 func (g *gate) idlest(now time.Time, wait time.Duration) *sessionConn {
@@ -246,7 +251,7 @@ func (g *gate) shutdown() {
 	g.mu.Lock()
 	var idle []*sessionConn
 	for c := range g.conns {
-		if _, ok := c.idle(time.Time{}); ok && c.markEvicted() {
+		if c.waitingForCommand() && c.markEvicted() {
 			idle = append(idle, c)
 		}
 	}
@@ -315,17 +320,20 @@ type sessionConn struct {
 	start time.Time // on the receiver's clock
 	end   time.Time // on the wall clock, for deadlines
 
-	mu       sync.Mutex
-	buf      []byte
-	r, w     int // buf[r:w] is read from the client and not yet handed over
-	pass     int // octets at buf[r:] cleared to hand over as they are
-	mode     int
-	chunk    int64 // BDAT octets not yet cleared
-	dot      int
-	err      error // returned once nothing cleared is left
-	waiting  bool  // go-smtp waits for a command line that is not all there
+	mu      sync.Mutex
+	buf     []byte
+	r, w    int // buf[r:w] is read from the client and not yet handed over
+	pass    int // octets at buf[r:] cleared to hand over as they are
+	mode    int
+	chunk   int64 // BDAT octets not yet cleared
+	dot     int
+	err     error // returned once nothing cleared is left
+	waiting bool  // go-smtp waits for the client (a line not all there, content)
+	// moved is when the session last moved a message: set to the time a
+	// message is answered, advanced by creditPerKiB for each KiB of
+	// content (up to now). A NOOP, RSET or any other command moves none.
 	moved    time.Time
-	endedMsg bool // content ended; the next reply is its answer
+	endedMsg bool // a message ended; the next reply is its answer
 	evicted  bool
 	final    bool // err ends the session: nothing more is handed over
 }
@@ -378,13 +386,11 @@ func (c *sessionConn) read(p []byte) (n int, bye string, err error) {
 		if c.err != nil {
 			return 0, "", c.err
 		}
-		if c.mode == modeCommand {
-			if c.g.closing.Load() {
-				c.err, c.final = io.EOF, true
-				return 0, "421 4.3.2 " + c.g.opts.Hostname + " shutting down, try again later", c.err
-			}
-			c.waiting = true
+		if c.mode == modeCommand && c.g.closing.Load() {
+			c.err, c.final = io.EOF, true
+			return 0, "421 4.3.2 " + c.g.opts.Hostname + " shutting down, try again later", c.err
 		}
+		c.waiting = true
 		// What is left is part of a command line, shorter than the limit
 		// (content is handed over whole); the buffer is twice that.
 		if c.r == c.w {
@@ -399,6 +405,10 @@ func (c *sessionConn) read(p []byte) (n int, bye string, err error) {
 		c.mu.Lock()
 		c.waiting = false
 		c.w += m
+		if m > 0 && c.mode != modeCommand {
+			now := c.g.opts.Now()
+			c.moved = minTime(now, c.moved.Add(time.Duration(m)*creditPerKiB/1024))
+		}
 		switch {
 		case rerr == nil:
 		case c.evicted:
@@ -426,7 +436,7 @@ func (c *sessionConn) clear() (bye string, err error) {
 	case modeChunk:
 		c.pass = int(min(c.chunk, int64(len(b))))
 		if c.chunk -= int64(c.pass); c.chunk == 0 {
-			c.mode, c.endedMsg = modeCommand, true
+			c.mode = modeCommand
 		}
 		return "", nil
 	case modeData:
@@ -449,8 +459,13 @@ func (c *sessionConn) clear() (bye string, err error) {
 		return "421 4.4.2 " + c.g.opts.Hostname + " session time limit reached, closing", io.EOF
 	}
 	line := b[:i+1]
-	if size, ok := bdatChunk(line); ok && size > 0 {
-		c.mode, c.chunk = modeChunk, size
+	if size, last, ok := bdatChunk(line); ok {
+		if size > 0 {
+			c.mode, c.chunk = modeChunk, size
+		}
+		// The answer to BDAT LAST is the message's (to the others,
+		// 250 Continue: a chunk is not a message).
+		c.endedMsg = last
 	}
 	c.pass = len(line)
 	return "", nil
@@ -503,24 +518,24 @@ func (c *sessionConn) scanData(b []byte) (int, bool) {
 }
 
 // bdatChunk says whether go-smtp takes line (a command line, its LF
-// included) as a BDAT command followed by a chunk, and the chunk's size.
-// It reads the line as go-smtp's parseCmd and handleBdat do, rule for
-// rule: a chunk go-smtp reads must pass unbounded by the command line
-// limit, and nothing else may.
-func bdatChunk(line []byte) (int64, bool) {
+// included) as a BDAT command followed by a chunk, the chunk's size and
+// whether it is the LAST. It reads the line as go-smtp's parseCmd and
+// handleBdat do, rule for rule: a chunk go-smtp reads must pass unbounded
+// by the command line limit, and nothing else may.
+func bdatChunk(line []byte) (size int64, last, ok bool) {
 	s := strings.TrimRight(string(line), "\r\n")
 	if len(s) < 6 || s[4] != ' ' || strings.ToUpper(s[:4]) != "BDAT" {
-		return 0, false
+		return 0, false, false
 	}
 	args := strings.Fields(strings.TrimSpace(s[5:]))
 	if len(args) == 0 || len(args) > 2 || len(args) == 2 && !strings.EqualFold(args[1], "LAST") {
-		return 0, false
+		return 0, false, false
 	}
-	size, err := strconv.ParseUint(args[0], 10, 32)
+	n, err := strconv.ParseUint(args[0], 10, 32)
 	if err != nil {
-		return 0, false
+		return 0, false, false
 	}
-	return int64(size), true
+	return int64(n), len(args) == 2, true
 }
 
 // Write passes go-smtp's replies on; a 354 means the client sends DATA
@@ -528,8 +543,11 @@ func bdatChunk(line []byte) (int64, bool) {
 func (c *sessionConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	if c.endedMsg {
-		// The answer to a message (or a chunk): the session moved one.
-		c.moved, c.endedMsg = c.g.opts.Now(), false
+		// The answer to a message: if taken, the session moved one.
+		if bytes.HasPrefix(p, []byte("250")) {
+			c.moved = c.g.opts.Now()
+		}
+		c.endedMsg = false
 	}
 	if c.mode == modeCommand && bytes.HasPrefix(p, []byte("354")) {
 		c.mode, c.dot = modeData, dotBeginLine
@@ -549,15 +567,23 @@ func (s *session) markDelivered() {
 	}
 }
 
-// idle says whether go-smtp is waiting for the client's next command, and
-// for how long the session has moved no message (or chunk) by now.
+// idle says whether go-smtp is waiting for the client (for a command, or
+// content), and for how long the session has moved no message by now.
 func (c *sessionConn) idle(now time.Time) (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.waiting || c.evicted || c.mode != modeCommand {
+	if !c.waiting || c.evicted {
 		return 0, false
 	}
 	return now.Sub(c.moved), true
+}
+
+// waitingForCommand says whether go-smtp waits for the client's next
+// command: no message is in the middle of its transfer.
+func (c *sessionConn) waitingForCommand() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting && !c.evicted && c.mode == modeCommand
 }
 
 // markEvicted marks c to be closed if go-smtp still waits for a command:
@@ -622,6 +648,13 @@ var errClientGone = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4
 func clientGone(err error) bool {
 	return isTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, smtp.ErrDataReset) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func isTimeout(err error) bool {

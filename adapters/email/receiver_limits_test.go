@@ -542,7 +542,7 @@ func TestBDATChunkMatchesGoSMTP(t *testing.T) {
 		"BDAT 6 FIRST", "BDAT 6 LAST X", "BDAT +6", "BDAT -6", "BDAT 0x6", "BDAT 4294967302", "BDAT\t6", "BDAT", "BDAT ",
 		"BDATX 6", " BDAT 6", "BDAT 6x",
 	} {
-		size, chunk := bdatChunk([]byte(line + "\r\n"))
+		size, _, chunk := bdatChunk([]byte(line + "\r\n"))
 		want := chunk && size == 6
 		c := dialFrom(t, r.Addr(), "")
 		c.expect("220")
@@ -803,5 +803,60 @@ func TestClientKey(t *testing.T) {
 		if got := clientKey(tc.addr); got != tc.want {
 			t.Errorf("clientKey(%v) = %q, want %q", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestReceiverEvictsSlowContent: content counts as moving a message at
+// 1 KiB/s: with every place taken, a session trickling its DATA content,
+// or sending one-octet BDAT chunks now and then, gives its place like an
+// idle one, while a session streaming its message keeps it and delivers.
+func TestReceiverEvictsSlowContent(t *testing.T) {
+	ws := newWorkspace(t)
+	clock := &testutil.Clock{T: receivedAt}
+	r := startReceiver(t, ws, nil, ReceiverOptions{MaxSessions: 3, EvictIdle: 10 * time.Second, Now: clock.Now})
+	open := func(ip string) *rawClient {
+		c := dialFrom(t, r.Addr(), ip)
+		c.expect("220")
+		c.send("EHLO c.example\r\nMAIL FROM:<ann@example.com>\r\nRCPT TO:<agent@example.com>\r\n")
+		c.expect("250")
+		c.expect("250")
+		c.expect("250")
+		return c
+	}
+	chunk := strings.Repeat(strings.Repeat("x", 1022)+"\r\n", 64) // 64 KiB
+	streamer := open("127.0.0.2")
+	streamer.send("DATA\r\n")
+	streamer.expect("354")
+	streamer.send(stuffed(receiverMail) + chunk)
+	trickler := open("127.0.0.3")
+	trickler.send("DATA\r\n")
+	trickler.expect("354")
+	trickler.send("Subject: x\r\n")
+	chunker := open("127.0.0.4")
+	chunker.send("BDAT 1\r\nx")
+	chunker.expect("250")
+	waitWaiting(t, r, 3)
+
+	clock.Advance(5 * time.Second)
+	chunker.send("BDAT 1\r\nx")
+	chunker.expect("250")
+	streamer.send(chunk)
+	waitWaiting(t, r, 3)
+	clock.Advance(6 * time.Second)
+
+	// 11 s on: the chunker and the trickler go, the streamer stays.
+	for _, ip := range []string{"127.0.0.5", "127.0.0.6"} {
+		dialFrom(t, r.Addr(), ip).expect("220")
+	}
+	for _, c := range []*rawClient{chunker, trickler} {
+		c.expect("421 4.7.0")
+		c.closed()
+	}
+	late := dialFrom(t, r.Addr(), "127.0.0.7")
+	late.expect("421 4.7.0")
+	streamer.send(".\r\n")
+	streamer.expect("250")
+	if n := len(ws.files(t)); n != 1 {
+		t.Errorf("%d files, want the streamer's", n)
 	}
 }
