@@ -12,6 +12,11 @@
 #              send a NOOP a minute; a client refused or closed reconnects
 #              2.5-7.5 s later), 15 s for them to settle, then the MAILS
 #              real mails while they hang on; courier's open files sampled
+#   fdlimit    the slowloris class with `courier serve` limited to FDS
+#              (1,024) open files, the way issue 9's 19,980 clients ran the
+#              process out of them, at a tenth of the scale: how many of 5
+#              real mails are delivered (a mail not delivered within 20 s
+#              counts as failed)
 #   longline   10 clients at once, each a NOOP then a 140 MB command line
 #              without a newline (issue 9: 3.6 GB RSS)
 #   rcpts      100 sessions at once, each naming 1,000 recipients of 4 KB
@@ -19,7 +24,7 @@
 # The slowloris latency is also given as a ratio to the quiet one.
 #
 # Usage: bench/slowloris.sh                      (about 5 minutes)
-#        N=2000 IPS=200 MAILS=50 BASE=9a4e235 CLASSES="quiet slowloris longline rcpts" bench/slowloris.sh
+#        N=2000 IPS=200 MAILS=50 FDS=1024 BASE=9a4e235 CLASSES="quiet slowloris fdlimit longline rcpts" bench/slowloris.sh
 # Needs GNU time (/usr/bin/time; Debian package time) and git. The slow
 # clients need N file descriptors, and Courier at BASE as many: the
 # script raises the soft limit to the hard one (ulimit -n).
@@ -28,7 +33,8 @@ BASE=${BASE:-9a4e235}
 N=${N:-2000}
 IPS=${IPS:-200}
 MAILS=${MAILS:-50}
-CLASSES=${CLASSES:-"quiet slowloris longline rcpts"}
+FDS=${FDS:-1024}
+CLASSES=${CLASSES:-"quiet slowloris fdlimit longline rcpts"}
 cd "$(dirname "$0")/.."
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench: needs GNU time (/usr/bin/time, Debian package time)" >&2; exit 1; }
@@ -59,9 +65,10 @@ rows="$work/rows.tsv"
 row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$rows"; } # class measure side value
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }            # field NAME LINE
 
-# start SIDE CLASS: a fresh workspace and `courier serve` under GNU time.
+# start SIDE CLASS [FDS]: a fresh workspace and `courier serve` under GNU
+# time (with at most FDS open files).
 start() {
-  local side=$1 class=$2
+  local side=$1 class=$2 fds=${3:-}
   ws="$work/ws-$side-$class"
   mkdir -p "$ws"
   "$work/$side/courier" --root "$ws" init >/dev/null
@@ -76,7 +83,10 @@ courier:
       enabled: true
       receiver: {smtp: "$smtp"}
 EOF
-  "$TIME" -f %M -o "$work/rss" "$work/$side/courier" --root "$ws" serve >"$work/serve.log" 2>&1 &
+  (
+    [ -n "$fds" ] && ulimit -n "$fds"
+    exec "$TIME" -f %M -o "$work/rss" "$work/$side/courier" --root "$ws" serve >"$work/serve.log" 2>&1
+  ) &
   timepid=$!
   for _ in $(seq 100); do
     servepid=$(pgrep -P "$timepid" || true)
@@ -95,10 +105,41 @@ stop() {
   rm -rf "$ws"
 }
 
+# attack SLOWBENCH-ARGS...: 5 warm-up mails, then N slow clients; once they
+# have settled, slowbench with the arguments given (its output in $out)
+# while they hang on; courier's open files sampled all along.
+attack() {
+  "$work/slowbench" mail -addr "$smtp" -n 5 -tag warm >/dev/null
+  mkfifo "$work/hold"
+  sleep infinity >"$work/hold" &
+  holdpid=$!
+  "$work/slowbench" slow -addr "$smtp" -n "$N" -ips "$IPS" -trickle 3s -noop 1m -retry 5s -settle 15s \
+    <"$work/hold" >"$work/slow.out" &
+  local slowpid=$!
+  : >"$work/fds"
+  ( while kill -0 "$servepid" 2>/dev/null; do ls "/proc/$servepid/fd" 2>/dev/null | wc -l >>"$work/fds"; sleep 0.5; done ) &
+  local fdpid=$!
+  until grep -q '^ready' "$work/slow.out"; do
+    kill -0 "$slowpid" 2>/dev/null || { echo "bench: slowbench slow ended:" >&2; cat "$work/slow.out" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "   $(grep '^ready' "$work/slow.out")"
+  local cmd=$1
+  shift
+  out=$("$work/slowbench" "$cmd" -addr "$smtp" "$@")
+  echo "   $out"
+  kill "$holdpid"
+  holdpid=""
+  wait "$slowpid" || true
+  rm -f "$work/hold"
+  kill "$fdpid" 2>/dev/null || true
+  echo "   $(grep '^done' "$work/slow.out")"
+}
+
 for side in base after; do
   for class in $CLASSES; do
     echo "== $side $class"
-    start "$side" "$class"
+    if [ "$class" = fdlimit ]; then start "$side" "$class" "$FDS"; else start "$side" "$class"; fi
     case $class in
       quiet)
         "$work/slowbench" mail -addr "$smtp" -n 5 -tag warm >/dev/null
@@ -108,32 +149,16 @@ for side in base after; do
         row quiet "real mail p95 (ms)" "$side" "$(field p95_ms "$out")"
         ;;
       slowloris)
-        "$work/slowbench" mail -addr "$smtp" -n 5 -tag warm >/dev/null
-        mkfifo "$work/hold"
-        sleep infinity >"$work/hold" &
-        holdpid=$!
-        "$work/slowbench" slow -addr "$smtp" -n "$N" -ips "$IPS" -trickle 3s -noop 1m -retry 5s -settle 15s \
-          <"$work/hold" >"$work/slow.out" &
-        slowpid=$!
-        : >"$work/fds"
-        ( while kill -0 "$servepid" 2>/dev/null; do ls "/proc/$servepid/fd" 2>/dev/null | wc -l >>"$work/fds"; sleep 0.5; done ) &
-        fdpid=$!
-        until grep -q '^ready' "$work/slow.out"; do
-          kill -0 "$slowpid" 2>/dev/null || { echo "bench: slowbench slow ended:" >&2; cat "$work/slow.out" >&2; exit 1; }
-          sleep 0.5
-        done
-        echo "   $(grep '^ready' "$work/slow.out")"
-        out=$("$work/slowbench" mail -addr "$smtp" -n "$MAILS" -tag slow)
-        echo "   $out"
-        kill "$holdpid"; holdpid=""
-        wait "$slowpid" || true
-        rm -f "$work/hold"
-        kill "$fdpid" 2>/dev/null || true
-        echo "   $(grep '^done' "$work/slow.out")"
+        attack mail -n "$MAILS" -tag slow
         row slowloris "real mail p50 (ms)" "$side" "$(field p50_ms "$out")"
         row slowloris "real mail p95 (ms)" "$side" "$(field p95_ms "$out")"
         row slowloris "real mail: 4xx answers (retried)" "$side" "$(field refusals "$out")"
         row slowloris "courier serve: open files, peak" "$side" "$(sort -n "$work/fds" | tail -1)"
+        ;;
+      fdlimit)
+        attack mail -n 5 -tag fd -giveup 20s
+        row fdlimit "real mails delivered of 5" "$side" "$(field delivered "$out")"
+        row fdlimit "courier serve: open files, peak" "$side" "$(sort -n "$work/fds" | tail -1)"
         ;;
       longline)
         out=$("$work/slowbench" longline -addr "$smtp" -n 10 -size $((140 << 20)))

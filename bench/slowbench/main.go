@@ -8,10 +8,12 @@
 //	    that n are always trying. Prints "ready" once every client has
 //	    tried once and -settle has passed; runs until stdin closes, then
 //	    prints its counts.
-//	slowbench mail -addr 127.0.0.1:2525 -n 50
+//	slowbench mail -addr 127.0.0.1:2525 -n 50 [-giveup 20s]
 //	    n real mails from 127.0.0.1, one session each, one after the other;
 //	    the latency of each is from the dial to the 250 that ends DATA (a
-//	    421 is retried after -retry, and counted). Prints p50, p95, max.
+//	    4xx is retried after -retry, and counted). A mail not delivered
+//	    within -giveup is counted failed. Prints p50, p95, max of those
+//	    delivered, and the counts.
 //	slowbench longline -addr 127.0.0.1:2525 -n 10 -size 146800640
 //	    n clients at once, each sending NOOP and then a command line of
 //	    size octets without a newline (issue 9: 140 MB).
@@ -196,14 +198,24 @@ func mail(args []string) {
 	from := fs.String("from", "127.0.0.1", "the client's address")
 	retry := fs.Duration("retry", time.Second, "pause after a 4xx before trying again")
 	tag := fs.String("tag", "m", "in the Message-IDs, so that runs do not collide")
+	giveup := fs.Duration("giveup", 0, "count a mail failed when not delivered within this (0: never give up)")
 	fs.Parse(args)
 	var lat []time.Duration
-	refusals := 0
+	refusals, failed := 0, 0
 	for i := range *n {
 		start := time.Now()
+		deadline := start.Add(2 * time.Minute)
+		if *giveup > 0 {
+			deadline = start.Add(*giveup)
+		}
 		for {
-			err := sendOne(*addr, *from, fmt.Sprintf("<%s-%d-%d@slowbench.example>", *tag, i, start.UnixNano()))
+			err := sendOne(*addr, *from, fmt.Sprintf("<%s-%d-%d@slowbench.example>", *tag, i, start.UnixNano()), deadline)
 			if err == nil {
+				lat = append(lat, time.Since(start))
+				break
+			}
+			if *giveup > 0 && !time.Now().Before(deadline) {
+				failed++
 				break
 			}
 			if !strings.Contains(err.Error(), "421") && !strings.Contains(err.Error(), "45") {
@@ -212,19 +224,21 @@ func mail(args []string) {
 			refusals++
 			time.Sleep(*retry)
 		}
-		lat = append(lat, time.Since(start))
 	}
-	slices.Sort(lat)
-	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	fmt.Printf("p50_ms=%.2f p95_ms=%.2f max_ms=%.2f refusals=%d\n", q(0.5), q(0.95), q(1), refusals)
+	q := func(p float64) float64 { return -1 }
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		q = func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	}
+	fmt.Printf("p50_ms=%.2f p95_ms=%.2f max_ms=%.2f refusals=%d delivered=%d failed=%d\n", q(0.5), q(0.95), q(1), refusals, len(lat), failed)
 }
 
-func sendOne(addr, from, msgid string) error {
+func sendOne(addr, from, msgid string, deadline time.Time) error {
 	conn, err := dialFrom(addr, from)
 	if err != nil {
 		return err
 	}
-	conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	conn.SetDeadline(deadline)
 	c, err := smtp.NewClient(conn, "127.0.0.1")
 	if err != nil {
 		conn.Close()
