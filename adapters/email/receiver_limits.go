@@ -613,9 +613,19 @@ func (c *sessionConn) say(msg string) {
 	io.WriteString(c.Conn, msg+"\r\n")
 }
 
+// Close closes the connection once the client has the replies written
+// before (see flushBeforeClose), and then frees the session's place: a
+// session that lingers still counts against the caps, so clients that
+// make sessions end with input unread cannot hold more sockets than the
+// caps allow.
 func (c *sessionConn) Close() error {
+	c.mu.Lock()
+	pending := c.r < c.w
+	c.mu.Unlock()
+	flushBeforeClose(c.Conn, pending)
+	err := c.Conn.Close()
 	c.g.release(c)
-	return c.Conn.Close()
+	return err
 }
 
 func (c *sessionConn) SetDeadline(t time.Time) error {

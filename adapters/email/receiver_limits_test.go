@@ -44,6 +44,10 @@ type countingConn struct {
 	n *atomic.Int64
 }
 
+// NetConn gives the socket under c, as crypto/tls does: the receiver shuts
+// a socket's output before it closes it (flushBeforeClose).
+func (c *countingConn) NetConn() net.Conn { return c.Conn }
+
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
@@ -178,6 +182,29 @@ func waiting(r *Receiver) int {
 
 // waitWaiting waits until n sessions of r wait for a command: the server
 // has taken in all a client sent, which no reply says.
+// waitMoved waits until the session of the client key last moved a
+// message at (or after) at: the receiver read the content sent before.
+func waitMoved(t *testing.T, r *Receiver, key string, at time.Time) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, "the session of "+key+" to move its message", func() bool {
+		g := r.gate.Load()
+		if g == nil {
+			return false
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for c := range g.conns {
+			c.mu.Lock()
+			moved := c.key == key && !c.moved.Before(at)
+			c.mu.Unlock()
+			if moved {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func waitWaiting(t *testing.T, r *Receiver, n int) {
 	t.Helper()
 	testutil.WaitFor(t, 10*time.Second, "sessions waiting for a command", func() bool { return waiting(r) == n })
@@ -221,7 +248,10 @@ func TestReceiverLongCommandLine(t *testing.T) {
 			if n := cl.read.Load(); n > limit {
 				t.Errorf("the server read %d octets of a %d-octet line before closing, want at most %d", n, len(junk), limit)
 			}
-			// The place is free: MaxSessions is 1.
+			// The place is free once the server closed its side (it
+			// waits for the client to acknowledge the last replies):
+			// MaxSessions is 1.
+			testutil.WaitFor(t, 5*time.Second, "the session's place freed", func() bool { return r.gate.Load().sessions() == 0 })
 			c2 := dialFrom(t, r.Addr(), "")
 			c2.expect("220")
 		})
@@ -841,6 +871,9 @@ func TestReceiverEvictsSlowContent(t *testing.T) {
 	chunker.send("BDAT 1\r\nx")
 	chunker.expect("250")
 	streamer.send(chunk)
+	// The streamer's chunk counts once the receiver read it, which may be
+	// after the test sees all three waiting (the streamer waited before).
+	waitMoved(t, r, "127.0.0.2", clock.Now())
 	waitWaiting(t, r, 3)
 	clock.Advance(6 * time.Second)
 
