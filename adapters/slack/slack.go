@@ -1,33 +1,175 @@
-// Package slack is the Slack provider. This version holds its
-// rules for drafts (recipient ids, replies in the same chat, idempotency
-// keys), so that drafts for Slack can be written and queued; receiving and
-// sending are not built yet, and enabling the adapter is a config error.
+// Package slack is the Slack provider, built on slack-go: Socket Mode or
+// the Events API in, chat.postMessage and the external file upload out.
+//
+// The parts, a file each:
+//   - slack.go: the Adapter every part shares (the Web API client, the
+//     app's own identity from auth.test, health) and New, which assembles
+//     the provider;
+//   - resolve.go: the rules for drafts (recipients, threads, idempotency);
+//   - normalize.go, directory.go, files.go: a Slack event to a
+//     schema.Message (names from users.info and conversations.info, files
+//     into the dropzone);
+//   - socket.go, events.go, replay.go: the transports (Socket Mode, the
+//     Events API webhook, the catch-up from history after a gap);
+//   - send.go: the Sender.
+//
+// Only this package imports slack-go.
 package slack
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
 )
 
 // Options configure the provider. The zero value is a disabled provider.
 type Options struct {
+	// Config is the slack section of the config (courier.adapters.slack).
 	Config config.Slack
+	// Limits bound what is received and sent.
+	Limits config.Limits
+	// Dropzone stores the files of messages; nil for a provider that only
+	// resolves drafts.
+	Dropzone *dropzone.Store
+	// Logger is tagged adapter=slack; nil discards.
 	Logger *slog.Logger
+	// HTTPClient carries every Web API call and file transfer; nil uses
+	// one with timeouts.
+	HTTPClient *http.Client
 }
+
+// DefaultAPIURL is Slack's Web API.
+const DefaultAPIURL = "https://slack.com/api/"
 
 // ids are Slack's conversations and users: channels (C), DMs (D), private
 // channels and group DMs (G), users (U, W).
 var ids = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
 
-// New returns the Slack provider. It does no I/O.
+// Adapter is what the provider's parts share.
+type Adapter struct {
+	cfg    config.Slack
+	limits config.Limits
+	apiURL string
+	api    *slackapi.Client // the bot token's client
+	http   *http.Client
+	dz     *dropzone.Store
+	log    *slog.Logger
+	health adapters.HealthTracker
+	// allow is the channels allow-list; nil lets every channel in.
+	allow map[string]bool
+
+	mu   sync.Mutex
+	self *Identity // from auth.test, once it answered
+}
+
+// Identity is the app's own: its posts come back as events and are
+// dropped (DESIGN §5), matched by user id and bot id (bot_id alone is not
+// reliable: a message another app posts as the same bot user has another).
+type Identity struct {
+	UserID string
+	BotID  string
+	TeamID string
+}
+
+// New returns the Slack provider. A provider that is not enabled only
+// resolves drafts. New does no I/O.
 func New(o Options) (*adapters.Provider, error) {
-	if o.Config.Enabled {
-		return nil, fmt.Errorf("courier.adapters.slack.enabled: the Slack adapter is not in this version of Courier yet; set enabled: false (drafts for slack stay queued)")
+	p := &adapters.Provider{Name: schema.Slack, Resolver: adapters.ChatResolver{IDs: ids}}
+	if !o.Config.Enabled {
+		return p, nil
 	}
-	return &adapters.Provider{Name: schema.Slack, Resolver: adapters.ChatResolver{IDs: ids}}, nil
+	a := newAdapter(o)
+	p.Health = &a.health
+	p.Secrets = []config.Secret{o.Config.BotToken, o.Config.AppToken, o.Config.SigningSecret}
+	p.Checks = a.checks()
+	a.inbound(p)
+	a.outbound(p)
+	return p, nil
+}
+
+func newAdapter(o Options) *Adapter {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	apiURL := o.Config.APIURL
+	if apiURL == "" {
+		apiURL = DefaultAPIURL
+	}
+	a := &Adapter{cfg: o.Config, limits: o.Limits, apiURL: apiURL, http: hc, dz: o.Dropzone,
+		log: log.With("adapter", "slack")}
+	a.api = slackapi.New(o.Config.BotToken.Reveal(), slackapi.OptionAPIURL(apiURL), slackapi.OptionHTTPClient(hc),
+		slackapi.OptionAppLevelToken(o.Config.AppToken.Reveal()))
+	if len(o.Config.Channels) > 0 {
+		a.allow = map[string]bool{}
+		for _, c := range o.Config.Channels {
+			a.allow[c] = true
+		}
+	}
+	return a
+}
+
+// Identify returns the app's identity, asking auth.test the first time
+// (and again after a failure).
+func (a *Adapter) Identify(ctx context.Context) (*Identity, error) {
+	a.mu.Lock()
+	self := a.self
+	a.mu.Unlock()
+	if self != nil {
+		return self, nil
+	}
+	r, err := a.api.AuthTestContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("slack: auth.test: %w", err)
+	}
+	self = &Identity{UserID: r.UserID, BotID: r.BotID, TeamID: r.TeamID}
+	a.mu.Lock()
+	a.self = self
+	a.mu.Unlock()
+	return self, nil
+}
+
+// event is one Slack event as a transport received it, handed to
+// normalize.
+type event struct {
+	// ID is the Events API event_id ("Ev..."); "" for a message fetched
+	// from history (replay.go).
+	ID string
+	// Channel is the conversation a message fetched from history came
+	// from (history messages do not name it); "" for events, which do.
+	Channel string
+	// Inner is the event object: {"type":"message",...}.
+	Inner json.RawMessage
+}
+
+// checks are what `courier doctor` asks: the bot token (auth.test) and,
+// in socket mode, the app token (apps.connections.open).
+func (a *Adapter) checks() []adapters.Check {
+	cs := []adapters.Check{{Name: "slack bot token (auth.test)", Run: func(ctx context.Context) error {
+		_, err := a.api.AuthTestContext(ctx)
+		return err
+	}}}
+	if a.cfg.Mode == "socket" {
+		cs = append(cs, adapters.Check{Name: "slack app token (apps.connections.open)", Run: func(ctx context.Context) error {
+			_, _, err := a.api.StartSocketModeContext(ctx)
+			return err
+		}})
+	}
+	return cs
 }

@@ -46,7 +46,7 @@ var providerTable = []providerRow{
 		return lark.New(lark.Options{Config: cfg.Courier.Adapters.Lark, Logger: env.log})
 	}},
 	{schema.Slack, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return slack.New(slack.Options{Config: cfg.Courier.Adapters.Slack, Logger: env.log})
+		return slack.New(slack.Options{Config: cfg.Courier.Adapters.Slack, Limits: cfg.Courier.Limits, Dropzone: env.dropzone, Logger: env.log})
 	}},
 }
 

@@ -21,9 +21,11 @@ import (
 	"net"
 	"net/mail"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -450,7 +452,14 @@ type Slack struct {
 	SigningSecret     Secret `yaml:"signing_secret"`
 	SigningSecretFile string `yaml:"signing_secret_file"`
 	Mode              string `yaml:"mode"`    // socket | events
-	APIURL            string `yaml:"api_url"` // override for tests
+	APIURL            string `yaml:"api_url"` // Slack's by default; GovSlack, tests
+	// IgnoreBots drops messages other bots post (the app's own are always
+	// dropped).
+	IgnoreBots bool `yaml:"ignore_bots"`
+	// Channels, when set, is the allow-list of conversation ids (C..., G...,
+	// D...) whose messages are ingested; the others are acknowledged and
+	// dropped.
+	Channels []string `yaml:"channels"`
 }
 
 // Default returns the embedded default: the mailbox in the current
@@ -1212,7 +1221,21 @@ func (k *checker) slack(s *Slack) {
 	default:
 		k.bad("courier.adapters.slack.mode", "%q is not one of socket, events", s.Mode)
 	}
+	if s.APIURL != "" {
+		if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			k.bad("courier.adapters.slack.api_url", "%q is not an http(s) URL", s.APIURL)
+		}
+	}
+	for i, c := range s.Channels {
+		if !slackConversation.MatchString(c) {
+			k.bad(fmt.Sprintf("courier.adapters.slack.channels[%d]", i), "%q is not a conversation id (C..., G... or D...)", c)
+		}
+	}
 }
+
+// slackConversation is a Slack conversation id: a channel, a private
+// channel or group DM, a DM.
+var slackConversation = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
 func checkServer(bad func(string, string, ...any), path, host string, port int, tls string) {
 	if host == "" {
