@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,8 +163,11 @@ type event struct {
 // in socket mode, the app token (apps.connections.open).
 func (a *Adapter) checks() []adapters.Check {
 	cs := []adapters.Check{{Name: "slack bot token (auth.test)", Run: func(ctx context.Context) error {
-		_, err := a.api.AuthTestContext(ctx)
-		return err
+		r, err := a.api.AuthTestContext(ctx)
+		if err != nil {
+			return fmt.Errorf("slack: auth.test: %w", err)
+		}
+		return missingScopes(r.Header.Get("X-OAuth-Scopes"))
 	}}}
 	if a.cfg.Mode == "socket" {
 		cs = append(cs, adapters.Check{Name: "slack app token (apps.connections.open)", Run: func(ctx context.Context) error {
@@ -172,4 +176,45 @@ func (a *Adapter) checks() []adapters.Check {
 		}})
 	}
 	return cs
+}
+
+// botScopes are the bot token scopes Courier uses, and what for.
+var botScopes = []struct{ scope, use string }{
+	{"channels:history", "messages in public channels"},
+	{"groups:history", "messages in private channels"},
+	{"im:history", "direct messages"},
+	{"mpim:history", "group direct messages"},
+	{"app_mentions:read", "mentions of the app"},
+	{"channels:read", "channel names and the catch-up after a gap"},
+	{"groups:read", "private channel names and the catch-up after a gap"},
+	{"im:read", "direct message channels"},
+	{"mpim:read", "group direct message channels"},
+	{"users:read", "the names of people"},
+	{"chat:write", "posting replies"},
+	{"im:write", "opening a direct message to a user"},
+	{"files:read", "downloading the files of messages"},
+	{"files:write", "uploading a draft's attachments"},
+}
+
+// missingScopes names the scopes of botScopes that granted (auth.test's
+// X-OAuth-Scopes header, comma-separated) lacks; nil when the header is
+// absent (Slack sends it; a proxy may drop it).
+func missingScopes(granted string) error {
+	if strings.TrimSpace(granted) == "" {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, s := range strings.Split(granted, ",") {
+		have[strings.TrimSpace(s)] = true
+	}
+	var missing []string
+	for _, b := range botScopes {
+		if !have[b.scope] {
+			missing = append(missing, fmt.Sprintf("%s (%s)", b.scope, b.use))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("slack: the bot token lacks scopes: %s; add them under OAuth & Permissions and reinstall the app", strings.Join(missing, ", "))
 }
