@@ -87,7 +87,7 @@ type Identity struct {
 // New returns the Slack provider. A provider that is not enabled only
 // resolves drafts. New does no I/O.
 func New(o Options) (*adapters.Provider, error) {
-	p := &adapters.Provider{Name: schema.Slack, Resolver: adapters.ChatResolver{IDs: ids}}
+	p := &adapters.Provider{Name: schema.Slack, Resolver: Resolver{}}
 	if !o.Config.Enabled {
 		return p, nil
 	}
