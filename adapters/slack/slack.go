@@ -73,6 +73,8 @@ type Adapter struct {
 
 	mu   sync.Mutex
 	self *Identity // from auth.test, once it answered
+
+	dir directory // users.info and conversations.info, cached (directory.go)
 }
 
 // Identity is the app's own: its posts come back as events and are

@@ -1,0 +1,908 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// normalize maps one Slack event to the message file it makes (DESIGN
+// §2-5). It returns nil, nil for an event that writes nothing, and an
+// error only when trying again could succeed (auth.test or a file fetch
+// failed for a reason that may pass): the transport then does not ack,
+// and Slack delivers the event again.
+//
+// Which events write a file: a "message" whose subtype carries someone's
+// words (none, thread_broadcast, file_share, bot_message, me_message,
+// slackbot_response, and any subtype Slack adds later that is not a
+// notice, so that new kinds of words are not lost), its edits
+// (message_changed) and deletions (message_deleted), and "app_mention".
+// A message seen both as "message" and as "app_mention" gets the same id
+// (slack_<channel>_<ts>), so the pipeline writes it once.
+func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, error) {
+	var m message
+	if err := json.Unmarshal(ev.Inner, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			// Not JSON: no retry will make it so.
+			a.log.Warn("slack: event is not JSON; nothing written", "event_id", ev.ID, "error", err)
+			return nil, nil
+		}
+		// A field of an unexpected type is left empty; the rest is
+		// read (encoding/json goes on past it), so the words are kept.
+		a.log.Debug("slack: event field of an unexpected type ignored", "event_id", ev.ID, "error", err)
+	}
+	if m.Type != "message" && m.Type != "app_mention" {
+		return nil, nil // file_shared, reaction_added, ...: not messages
+	}
+	if m.Channel == "" {
+		m.Channel = ev.Channel
+	}
+	n := &normalizer{a: a, ev: ev, m: &m, look: newLookups()}
+	return n.run(ctx)
+}
+
+// notices are the subtypes of "message" that are Slack telling what
+// happened to a conversation, not anyone's words: they write nothing.
+// (An agent is not asked to answer "Ann has joined the channel".)
+// message_replied is Slack updating a thread parent's reply count, and
+// assistant_app_thread the title Slack gives an assistant thread.
+var notices = map[string]bool{
+	"channel_join": true, "channel_leave": true, "channel_topic": true, "channel_purpose": true,
+	"channel_name": true, "channel_archive": true, "channel_unarchive": true,
+	"channel_convert_to_private": true, "channel_convert_to_public": true,
+	"channel_posting_permissions": true, "channel_canvas_updated": true,
+	"group_join": true, "group_leave": true, "group_topic": true, "group_purpose": true,
+	"group_name": true, "group_archive": true, "group_unarchive": true,
+	"pinned_item": true, "unpinned_item": true, "bot_add": true, "bot_remove": true,
+	"bot_enable": true, "bot_disable": true, "message_replied": true, "reminder_add": true,
+	"ekm_access_denied": true, "huddle_thread": true, "assistant_app_thread": true,
+	"sh_room_created": true, "joiner_notification": true, "joiner_notification_for_inviter": true,
+}
+
+// message is a Slack message event, or the message inside one (the fields
+// Courier reads; provider_raw keeps the rest).
+type message struct {
+	Type        string          `json:"type"`
+	Subtype     string          `json:"subtype"`
+	Hidden      bool            `json:"hidden"`
+	Channel     string          `json:"channel"`
+	ChannelType string          `json:"channel_type"`
+	User        string          `json:"user"`
+	BotID       string          `json:"bot_id"`
+	Username    string          `json:"username"`
+	Text        string          `json:"text"`
+	TS          string          `json:"ts"`
+	ThreadTS    string          `json:"thread_ts"`
+	EventTS     string          `json:"event_ts"`
+	DeletedTS   string          `json:"deleted_ts"`
+	Blocks      json.RawMessage `json:"blocks"`
+	Attachments []attachment    `json:"attachments"`
+	Files       []file          `json:"files"`
+	Message     *message        `json:"message"`
+	Previous    *message        `json:"previous_message"`
+	BotProfile  *struct {
+		Name string `json:"name"`
+	} `json:"bot_profile"`
+	UserProfile *struct {
+		DisplayName string `json:"display_name"`
+		RealName    string `json:"real_name"`
+		Name        string `json:"name"`
+	} `json:"user_profile"`
+}
+
+// attachment is a legacy (secondary) attachment: bots still put their
+// words there.
+type attachment struct {
+	Fallback   string `json:"fallback"`
+	Pretext    string `json:"pretext"`
+	AuthorName string `json:"author_name"`
+	Title      string `json:"title"`
+	TitleLink  string `json:"title_link"`
+	Text       string `json:"text"`
+	Fields     []struct {
+		Title string `json:"title"`
+		Value string `json:"value"`
+	} `json:"fields"`
+	Footer      string `json:"footer"`
+	FromURL     string `json:"from_url"`
+	OriginalURL string `json:"original_url"`
+	IsAppUnfurl bool   `json:"is_app_unfurl"`
+}
+
+// normalizer holds what the steps of one event share.
+type normalizer struct {
+	a    *Adapter
+	ev   event
+	m    *message // the event
+	look *lookups
+
+	body    *message // the message whose words are written (the event, or the edited message)
+	channel string
+	ts      string // the file's own ts
+	edits   string // the id of the message edited
+	recalls string // the id of the message deleted
+
+	users, channels map[string]string // names found for the ids met
+	extra           map[string]any
+	msg             *schema.Message
+}
+
+func (n *normalizer) run(ctx context.Context) (*adapters.Event, error) {
+	m, a := n.m, n.a
+	n.channel, n.ts, n.body = m.Channel, m.TS, m
+	switch m.Subtype {
+	case "message_changed":
+		if m.Message == nil {
+			a.log.Warn("slack: message_changed without its message; nothing written", "event_id", n.ev.ID)
+			return nil, nil
+		}
+		if notices[m.Message.Subtype] {
+			return nil, nil
+		}
+		if m.Previous != nil && sameWords(m.Previous, m.Message) {
+			// An unfurl added, a reply counted, a reaction: Slack
+			// says the message changed, but not its words.
+			return nil, nil
+		}
+		n.body = m.Message
+		if n.ts == "" {
+			n.ts = m.EventTS
+		}
+		n.edits = threading.SlackID(n.channel, m.Message.TS)
+	case "message_deleted":
+		deleted := m.DeletedTS
+		n.body = &message{}
+		if m.Previous != nil {
+			n.body = m.Previous
+			if deleted == "" {
+				deleted = m.Previous.TS
+			}
+		}
+		if n.ts == "" {
+			n.ts = m.EventTS
+		}
+		n.recalls = threading.SlackID(n.channel, deleted)
+		if n.recalls == "" {
+			a.log.Warn("slack: message_deleted that names no message; nothing written", "event_id", n.ev.ID)
+			return nil, nil
+		}
+	default:
+		if notices[m.Subtype] || m.Hidden {
+			return nil, nil
+		}
+	}
+	id := threading.SlackID(n.channel, n.ts)
+	if id == "" {
+		a.log.Warn("slack: message without a channel or a ts; nothing written", "event_id", n.ev.ID, "type", m.Type, "subtype", m.Subtype)
+		return nil, nil
+	}
+	if a.allow != nil && !a.allow[n.channel] {
+		return nil, nil
+	}
+	self, err := a.Identify(ctx)
+	if err != nil {
+		return nil, adapters.Temporary(err)
+	}
+	b := n.body
+	if (b.User != "" && b.User == self.UserID) || (b.BotID != "" && b.BotID == self.BotID) {
+		// Our own post (or our edit or deletion of one): dropped by
+		// the pipeline; no names or files fetched for it.
+		return &adapters.Event{Self: true, Message: &schema.Message{ID: id, Provider: schema.Slack, Direction: schema.Inbound}}, nil
+	}
+	if a.cfg.IgnoreBots && n.fromBot() {
+		return nil, nil
+	}
+	return n.build(ctx, id)
+}
+
+// fromBot reports whether the words are a bot's (another app's: our own
+// were dropped before).
+func (n *normalizer) fromBot() bool {
+	b := n.body
+	return b.Subtype == "bot_message" || n.m.Subtype == "bot_message" || b.BotID != "" || b.BotProfile != nil
+}
+
+// sameWords reports whether an edit left the words as they were: the
+// same text, blocks and files. Attachments are not compared: Slack adds
+// link previews (unfurls) to a message by editing it.
+func sameWords(prev, cur *message) bool {
+	if prev.Text != cur.Text || !sameJSON(prev.Blocks, cur.Blocks) || len(prev.Files) != len(cur.Files) {
+		return false
+	}
+	for i := range prev.Files {
+		if prev.Files[i].ID != cur.Files[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSON compares two JSON values by value (key order and spacing
+// aside); null, absent and [] are the same blocks.
+func sameJSON(x, y json.RawMessage) bool {
+	empty := func(r json.RawMessage) bool {
+		t := bytes.TrimSpace(r)
+		return len(t) == 0 || string(t) == "null" || string(t) == "[]"
+	}
+	if empty(x) || empty(y) {
+		return empty(x) && empty(y)
+	}
+	var vx, vy any
+	if json.Unmarshal(x, &vx) != nil || json.Unmarshal(y, &vy) != nil {
+		return bytes.Equal(x, y)
+	}
+	cx, _ := json.Marshal(vx)
+	cy, _ := json.Marshal(vy)
+	return bytes.Equal(cx, cy)
+}
+
+// build makes the message file of a message that is written.
+func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, error) {
+	a := n.a
+	n.extra = map[string]any{}
+	m := &schema.Message{
+		ID: id, Provider: schema.Slack, Direction: schema.Inbound,
+		Metadata:  schema.Metadata{SchemaVersion: schema.SchemaVersion, ProtocolVersion: schema.ProtocolVersion},
+		Artifacts: []schema.Artifact{},
+	}
+	n.msg = m
+	n.session(ctx)
+	n.sender(ctx)
+	n.times()
+	n.names(ctx)
+	text, md := n.words()
+	var batch *dropzone.Batch
+	if a.dz != nil {
+		batch = a.dz.NewBatch()
+		defer batch.Abort() // does nothing once committed
+	}
+	if err := n.files(ctx, batch, &text, &md); err != nil {
+		return nil, err
+	}
+	if err := n.content(batch, text, md); err != nil {
+		return nil, err
+	}
+	m.Metadata.ProviderRaw = providerRaw(n.ev.Inner)
+	x := &m.Metadata.Extra
+	x.EventID = n.ev.ID
+	x.Edits, x.Recalls = n.edits, n.recalls
+	if len(n.extra) > 0 {
+		x.Other = n.extra
+	}
+	if batch != nil {
+		if err := batch.Commit(); err != nil {
+			return nil, adapters.Temporary(fmt.Errorf("slack: store the files of %s: %w", id, err))
+		}
+	}
+	ev := &adapters.Event{Message: m, Debounce: n.edits == "" && n.recalls == ""}
+	if n.ev.ID != "" {
+		// An event redelivered is dropped by its event_id even when
+		// it is an edit, whose id is its own ts.
+		ev.Keys = []string{eventKey(n.ev.ID)}
+	}
+	return ev, nil
+}
+
+// eventKey is the dedupe key of an Events API event_id; it is the key
+// mailbox.EventKey gives metadata.extra.event_id when the index is
+// rebuilt from the files (a test holds the two together).
+func eventKey(id string) string { return "event:slack:" + id }
+
+// session sets the session, thread_key, thread_root and reply_to (DESIGN
+// §3): the channel is the session, direct for a DM and group otherwise.
+// The type comes from channel_type when the event has it (app_mention
+// and history messages do not), else from conversations.info, else from
+// the id (D... is a DM).
+func (n *normalizer) session(ctx context.Context) {
+	a, m := n.a, n.msg
+	conv, known := a.conversation(ctx, n.channel, n.look)
+	ctype := n.m.ChannelType
+	if ctype == "" {
+		switch {
+		case known && conv.IsIM:
+			ctype = "im"
+		case known && conv.IsMPIM:
+			ctype = "mpim"
+		case !known && strings.HasPrefix(n.channel, "D"):
+			ctype = "im"
+		}
+	}
+	threadTS, ts := n.body.ThreadTS, n.body.TS
+	if n.recalls != "" || n.edits != "" {
+		// The file is about the message changed: it belongs where
+		// that message is.
+		ts = n.body.TS
+		if ts == "" {
+			ts = n.ts
+		}
+	}
+	th := threading.Slack(threading.SlackRef{Channel: n.channel, ChannelType: ctype, TS: ts, ThreadTS: threadTS})
+	m.Session = schema.Session{ID: th.SessionID, Type: th.SessionType, ThreadKey: schema.NullString(th.ThreadKey),
+		Name: clean(a.sessionName(ctx, n.channel, conv, n.look))}
+	m.ThreadRoot = schema.NullString(th.ThreadRoot)
+	m.ReplyTo = schema.NullString(th.ReplyTo)
+}
+
+// sender sets participants.from: the user with the name Slack shows, or
+// the bot by its name.
+func (n *normalizer) sender(ctx context.Context) {
+	a, b := n.a, n.body
+	p := schema.Participant{ID: b.User, PlatformID: b.User}
+	fallback := ""
+	if b.UserProfile != nil {
+		for _, s := range []string{b.UserProfile.DisplayName, b.UserProfile.RealName, b.UserProfile.Name} {
+			if strings.TrimSpace(s) != "" {
+				fallback = strings.TrimSpace(s)
+				break
+			}
+		}
+	}
+	switch {
+	case b.User != "":
+		if fallback == "" {
+			fallback = b.User
+		}
+		p.Name = a.userNameOr(ctx, b.User, fallback, n.look)
+	case b.BotID != "":
+		// A classic bot_message names no user: the bot is the sender,
+		// under the name it posted with.
+		p.ID, p.PlatformID = b.BotID, b.BotID
+		p.Name = b.BotID
+		if b.BotProfile != nil && strings.TrimSpace(b.BotProfile.Name) != "" {
+			p.Name = strings.TrimSpace(b.BotProfile.Name)
+		}
+		if strings.TrimSpace(b.Username) != "" {
+			p.Name = strings.TrimSpace(b.Username)
+		}
+	default:
+		// A deletion whose message Slack did not send, a message
+		// without a sender: said plainly rather than invented.
+		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
+	}
+	p.ID, p.Name, p.PlatformID = clean(p.ID), clean(p.Name), clean(p.PlatformID)
+	if p.Name == "" {
+		p.Name = p.ID
+	}
+	n.msg.Participants = schema.Participants{From: p, To: []schema.Participant{}, Cc: []schema.Participant{}, Bcc: []schema.Participant{}, Mentions: []schema.Mention{}}
+}
+
+// times sets timestamp (the file's ts: seconds and microseconds since the
+// epoch) and received_at (now).
+func (n *normalizer) times() {
+	now := time.Now()
+	at, ok := tsTime(n.ts)
+	if !ok {
+		at = now
+		n.extra["ts_unparsed"] = n.ts
+	}
+	n.msg.Timestamp = schema.NewTime(at)
+	n.msg.ReceivedAt = schema.NewTime(now)
+}
+
+// tsTime reads a Slack ts ("1355517523.000005").
+func tsTime(ts string) (time.Time, bool) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || s < 0 || s > 1<<40 {
+		return time.Time{}, false
+	}
+	var us int64
+	if frac != "" {
+		if len(frac) > 6 {
+			frac = frac[:6]
+		}
+		f, err := strconv.ParseInt(frac, 10, 64)
+		if err != nil || f < 0 {
+			return time.Time{}, false
+		}
+		for i := len(frac); i < 6; i++ {
+			f *= 10
+		}
+		us = f
+	}
+	return time.Unix(s, us*1000).UTC(), true
+}
+
+// names looks up the users and channels the message mentions, records
+// the mentions, and keeps the names for the conversion to Markdown.
+func (n *normalizer) names(ctx context.Context) {
+	a, b := n.a, n.body
+	n.users, n.channels = map[string]string{}, map[string]string{}
+	if n.recalls != "" {
+		return // a deletion says nothing of the words deleted
+	}
+	users, channels := refs(b.Text, b.Blocks)
+	var ids []string
+	for _, u := range users {
+		name := a.userNameOr(ctx, u, "", n.look)
+		if name != "" {
+			n.users[u] = name
+		}
+		if len(n.msg.Participants.Mentions) < 100 {
+			n.msg.Participants.Mentions = append(n.msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: clean(u), Name: clean(name)})
+			ids = append(ids, clean(u))
+		}
+	}
+	for _, c := range channels {
+		if conv, ok := a.conversation(ctx, c, n.look); ok && conv.Name != "" {
+			n.channels[c] = conv.Name
+		}
+	}
+	for _, r := range broadcasts(b.Text, b.Blocks) {
+		n.msg.Participants.Mentions = append(n.msg.Participants.Mentions, schema.Mention{Type: schema.MentionAll, Target: r})
+	}
+	if len(ids) > 0 {
+		n.extra["mentions"] = ids
+	}
+}
+
+// words renders the message's words: the Markdown (from the blocks when
+// they convert, for they are what the person typed; else from the text)
+// and a plain text, each followed by the legacy attachments' words.
+func (n *normalizer) words() (text, md string) {
+	b := n.body
+	switch {
+	case n.recalls != "":
+		s := "This message was deleted: " + n.recalls + "."
+		return s, "*" + s + "*"
+	}
+	md, ok := blocksToMarkdown(b.Blocks, n.users, n.channels)
+	if !ok {
+		md = toMarkdown(b.Text, n.users, n.channels)
+	}
+	text = plainText(b.Text, n.users, n.channels)
+	if strings.TrimSpace(text) == "" {
+		text = md
+	}
+	if atText, atMD := attachmentsWords(b.Attachments, n.users, n.channels); atMD != "" {
+		text = joinPara(text, atText)
+		md = joinPara(md, atMD)
+	}
+	if b.Subtype == "me_message" || n.m.Subtype == "me_message" {
+		who := n.msg.Participants.From.Name
+		text, md = who+" "+text, "_"+who+"_ "+md
+	}
+	return text, md
+}
+
+func joinPara(a, b string) string {
+	a, b = strings.TrimRight(a, "\n"), strings.TrimRight(b, "\n")
+	switch {
+	case strings.TrimSpace(a) == "":
+		return b
+	case strings.TrimSpace(b) == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+// attachmentsWords renders legacy attachments (a bot's title, text and
+// fields) as quoted paragraphs. Link previews (unfurls) are left out:
+// they repeat a link of the message, and Slack adds them later by an
+// edit that writes nothing.
+func attachmentsWords(atts []attachment, users, channels map[string]string) (text, md string) {
+	var ts, ms []string
+	for i, at := range atts {
+		if i >= 50 {
+			break
+		}
+		if at.FromURL != "" || at.OriginalURL != "" || at.IsAppUnfurl {
+			continue
+		}
+		var tl, ml []string
+		add := func(t, m string) {
+			if strings.TrimSpace(t) != "" {
+				tl = append(tl, t)
+				ml = append(ml, m)
+			}
+		}
+		add(plainText(at.Pretext, users, channels), toMarkdown(at.Pretext, users, channels))
+		add(at.AuthorName, toMarkdown(at.AuthorName, users, channels))
+		title := at.Title
+		if at.TitleLink != "" && title != "" {
+			add(title+" ("+at.TitleLink+")", "**"+toMarkdown("<"+at.TitleLink+"|"+at.Title+">", users, channels)+"**")
+		} else {
+			add(title, "**"+toMarkdown(title, users, channels)+"**")
+		}
+		add(plainText(at.Text, users, channels), toMarkdown(at.Text, users, channels))
+		for j, f := range at.Fields {
+			if j >= 50 {
+				break
+			}
+			add(f.Title+": "+plainText(f.Value, users, channels), "**"+toMarkdown(f.Title, users, channels)+":** "+toMarkdown(f.Value, users, channels))
+		}
+		add(plainText(at.Footer, users, channels), toMarkdown(at.Footer, users, channels))
+		if len(tl) == 0 {
+			add(plainText(at.Fallback, users, channels), toMarkdown(at.Fallback, users, channels))
+		}
+		if len(tl) == 0 {
+			continue
+		}
+		ts = append(ts, strings.Join(tl, "\n"))
+		ms = append(ms, quote(strings.Join(ml, "\n\n")))
+	}
+	return strings.Join(ts, "\n\n"), strings.Join(ms, "\n\n")
+}
+
+// quote makes s a Markdown block quote.
+func quote(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l == "" {
+			lines[i] = ">"
+		} else {
+			lines[i] = "> " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// files fetches the message's files into batch and notes those left out,
+// in the text and Markdown too so that a reader of the body knows.
+func (n *normalizer) files(ctx context.Context, batch *dropzone.Batch, text, md *string) error {
+	fs := n.body.Files
+	if n.recalls != "" || len(fs) == 0 {
+		return nil
+	}
+	var arts []schema.Artifact
+	var notes []fileNote
+	if batch == nil {
+		for _, f := range fs {
+			notes = append(notes, fileNote{ID: f.ID, Name: dropzone.SanitizeName(f.Name), Reason: "no dropzone: files are not stored"})
+		}
+	} else {
+		var err error
+		arts, notes, err = n.a.fetchFiles(ctx, fs, batch)
+		if err != nil {
+			return err
+		}
+	}
+	n.msg.Artifacts = append(n.msg.Artifacts, arts...)
+	var tl, ml []string
+	for _, at := range arts {
+		tl = append(tl, "Attached: "+at.Name)
+		ml = append(ml, "Attached: ["+escapeLinkText(at.Name)+"]("+dropzonePrefix+at.Path+")")
+	}
+	var noted []any
+	for _, nt := range notes {
+		name := nt.Name
+		if name == "" {
+			name = "file"
+		}
+		tl = append(tl, "Not stored: "+name+" ("+nt.Reason+")")
+		ml = append(ml, "Not stored: "+escapeLinkText(name)+" ("+nt.Reason+")")
+		noted = append(noted, map[string]any{"id": clean(nt.ID), "name": clean(nt.Name), "reason": nt.Reason})
+	}
+	if len(noted) > 0 {
+		n.extra["files_not_stored"] = noted
+	}
+	*text = joinPara(*text, strings.Join(tl, "\n"))
+	*md = joinPara(*md, strings.Join(ml, "  \n"))
+	return nil
+}
+
+// dropzonePrefix is the dropzone's workspace-relative directory (as the
+// email adapter's DropzonePrefix): the body links files from the root.
+const dropzonePrefix = ".monoco/dropzone/"
+
+func escapeLinkText(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+// content sets content.text, content.markdown, the body and the type,
+// bounded as the email adapter bounds them (courier.limits.max_text_bytes
+// for text, Markdown and body together; the rest of each in text
+// artifacts, named in metadata.extra.overflow).
+func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
+	m := n.msg
+	files := slices.Clone(m.Artifacts) // before the text's overflow joins them
+	text, md = clean(text), clean(md)
+	text, md = strings.TrimRight(text, "\n"), strings.TrimRight(md, "\n")
+	limit := n.a.limits.MaxTextBytes
+	if limit <= 0 {
+		limit = defaultMaxText
+	}
+	// The Markdown is written twice (content.markdown and the body),
+	// the text once: each keeps its share of the limit.
+	kt, km := int64(len(text)), int64(len(md))
+	if kt+2*km > limit {
+		c := limit / 3
+		switch {
+		case kt < c:
+			km = (limit - kt) / 2
+		case km < c:
+			kt = limit - 2*km
+		default:
+			kt, km = c, c
+		}
+	}
+	var rests []schema.Artifact
+	var err error
+	if text, rests, err = n.overflow(batch, "content.text", text, kt, rests); err != nil {
+		return err
+	}
+	fullMD := md
+	if md, rests, err = n.overflow(batch, "content.markdown", md, km, rests); err != nil {
+		return err
+	}
+	m.Content = schema.Content{Text: schema.NullString(text), Markdown: schema.NullString(md)}
+	m.Body = md
+	if m.Body != "" {
+		m.Body += "\n"
+	}
+	if len(md) < len(fullMD) {
+		m.Body = strings.TrimRight(m.Body, "\n") + restLine(rests)
+	}
+	m.Type = contentType(strings.TrimSpace(text) != "" || strings.TrimSpace(md) != "", files)
+	return nil
+}
+
+// defaultMaxText is the text a file keeps when courier.limits leaves it
+// unset (as email's DefaultMaxText).
+const defaultMaxText = 4 << 20
+
+// overflow keeps the first keep bytes of field s (cut on a character
+// boundary, after a line end when one is near) and stores the rest as a
+// text artifact.
+func (n *normalizer) overflow(batch *dropzone.Batch, field, s string, keep int64, rests []schema.Artifact) (string, []schema.Artifact, error) {
+	if int64(len(s)) <= keep {
+		return s, rests, nil
+	}
+	k := int(keep)
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	if i := strings.LastIndexByte(s[max(0, k-4096):k], '\n'); i >= 0 {
+		k = max(0, k-4096) + i + 1
+	}
+	if batch == nil {
+		n.extra["text_cut"] = fmt.Sprintf("%s cut at %d of %d bytes: no dropzone to keep the rest", field, k, len(s))
+		return s[:k], rests, nil
+	}
+	name := map[string]string{"content.text": "text-rest.txt", "content.markdown": "markdown-rest.md"}[field]
+	obj, err := batch.Put(strings.NewReader(s[k:]))
+	if err != nil {
+		return "", nil, adapters.Temporary(fmt.Errorf("slack: store the rest of %s: %w", field, err))
+	}
+	art := schema.Artifact{ID: obj.ID, Name: name, Type: schema.ArtifactDocument, MimeType: "text/plain; charset=utf-8", Size: obj.Size, Path: obj.Path}
+	n.msg.Artifacts = append(n.msg.Artifacts, art)
+	x := &n.msg.Metadata.Extra
+	x.Overflow = append(x.Overflow, schema.Overflow{Field: field, Size: int64(len(s)), Kept: int64(k), Artifacts: []string{obj.ID}})
+	return s[:k], append(rests, art), nil
+}
+
+// restLine ends a body that was cut: where it goes on.
+func restLine(arts []schema.Artifact) string {
+	var where []string
+	for _, a := range arts {
+		where = append(where, fmt.Sprintf("%s (%d bytes, %s%s)", a.Name, a.Size, dropzonePrefix, a.Path))
+	}
+	return "\n\n[… this message goes on beyond what its file keeps, in " + strings.Join(where, ", ") + "]\n"
+}
+
+// contentType is the message's type, as the email adapter decides it:
+// text without files; mixed with words and files; a lone image, audio or
+// video file is that; other files, file.
+func contentType(hasWords bool, arts []schema.Artifact) schema.ContentType {
+	switch {
+	case len(arts) == 0:
+		return schema.TypeText
+	case hasWords:
+		return schema.TypeMixed
+	case len(arts) == 1:
+		switch arts[0].Type {
+		case schema.ArtifactImage:
+			return schema.TypeImage
+		case schema.ArtifactAudio:
+			return schema.TypeAudio
+		case schema.ArtifactVideo:
+			return schema.TypeVideo
+		}
+	}
+	return schema.TypeFile
+}
+
+// clean makes s fit a message file: valid UTF-8, no NUL.
+func clean(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+// maxRaw bounds metadata.provider_raw, in bytes of JSON: the event as
+// received, for a reader who needs what the file does not say. A larger
+// event keeps its identifying fields only (rawKeep).
+const maxRaw = 32 << 10
+
+var rawKeep = []string{"type", "subtype", "channel", "channel_type", "user", "bot_id", "ts", "thread_ts", "event_ts", "deleted_ts", "client_msg_id", "team", "edited"}
+
+// providerRaw is the event minus anything secret: Events API envelopes
+// carry a verification token, assistant threads an action_token; any key
+// named token or ending in _token is removed, at every depth.
+func providerRaw(inner json.RawMessage) map[string]any {
+	var v map[string]any
+	if json.Unmarshal(inner, &v) != nil || v == nil {
+		return nil
+	}
+	stripSecrets(v, 0)
+	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
+		return v
+	}
+	small := map[string]any{"truncated": fmt.Sprintf("the event is over %d bytes: only its identifying fields are kept", maxRaw)}
+	for _, k := range rawKeep {
+		if x, ok := v[k]; ok {
+			if s, ok := x.(string); !ok || len(s) < 1024 {
+				small[k] = x
+			}
+		}
+	}
+	return small
+}
+
+func stripSecrets(v any, depth int) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			lk := strings.ToLower(k)
+			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
+				delete(t, k)
+				continue
+			}
+			if depth > 16 {
+				t[k] = "(nested too deep)"
+				continue
+			}
+			t[k] = stripSecrets(x, depth+1)
+		}
+	case []any:
+		for i, x := range t {
+			if depth > 16 {
+				t[i] = "(nested too deep)"
+				continue
+			}
+			t[i] = stripSecrets(x, depth+1)
+		}
+	case string:
+		return clean(t)
+	}
+	return v
+}
+
+// The conversion of Slack's text to Markdown. These stand in for the
+// mrkdwn package until it lands: the text is kept as it is, with its
+// <...> references made readable.
+
+var refRE = regexp.MustCompile(`<([^<>\n]{1,1000})>`)
+
+// refs lists the user and channel ids the text and blocks mention.
+func refs(text string, blocks json.RawMessage) (users, channels []string) {
+	for _, mt := range refRE.FindAllStringSubmatch(text, 1000) {
+		ref, _, _ := strings.Cut(mt[1], "|")
+		switch {
+		case strings.HasPrefix(ref, "@"):
+			users = appendNew(users, ref[1:])
+		case strings.HasPrefix(ref, "#"):
+			channels = appendNew(channels, ref[1:])
+		}
+	}
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if depth > 64 {
+			return
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			if typ, _ := t["type"].(string); typ == "user" {
+				if id, _ := t["user_id"].(string); id != "" {
+					users = appendNew(users, id)
+				}
+			} else if typ == "channel" {
+				if id, _ := t["channel_id"].(string); id != "" {
+					channels = appendNew(channels, id)
+				}
+			}
+			for _, x := range t {
+				walk(x, depth+1)
+			}
+		case []any:
+			for _, x := range t {
+				walk(x, depth+1)
+			}
+		}
+	}
+	if len(blocks) > 0 {
+		var v any
+		if json.Unmarshal(blocks, &v) == nil {
+			walk(v, 0)
+		}
+	}
+	return users, channels
+}
+
+func appendNew(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) || len(list) >= 200 {
+		return list
+	}
+	return append(list, s)
+}
+
+var broadcastRE = regexp.MustCompile(`<!(here|channel|everyone)(\|[^>]*)?>`)
+
+// broadcasts lists the @here, @channel and @everyone of a message.
+func broadcasts(text string, blocks json.RawMessage) []string {
+	var out []string
+	for _, mt := range broadcastRE.FindAllStringSubmatch(text, 10) {
+		out = appendNew(out, mt[1])
+	}
+	for _, r := range []string{"here", "channel", "everyone"} {
+		if bytes.Contains(blocks, []byte(`"range":"`+r+`"`)) || bytes.Contains(blocks, []byte(`"range": "`+r+`"`)) {
+			out = appendNew(out, r)
+		}
+	}
+	return out
+}
+
+// plainText renders mrkdwn as plain text: references by name, links as
+// "label (url)", entities unescaped; emphasis marks are left as typed.
+func plainText(text string, users, channels map[string]string) string {
+	out := refRE.ReplaceAllStringFunc(text, func(s string) string {
+		ref, label, _ := strings.Cut(s[1:len(s)-1], "|")
+		switch {
+		case strings.HasPrefix(ref, "@"):
+			if name := users[ref[1:]]; name != "" {
+				return "@" + name
+			}
+			if label != "" {
+				return "@" + strings.TrimPrefix(label, "@")
+			}
+			return ref
+		case strings.HasPrefix(ref, "#"):
+			if name := channels[ref[1:]]; name != "" {
+				return "#" + name
+			}
+			if label != "" {
+				return "#" + label
+			}
+			return ref
+		case strings.HasPrefix(ref, "!"):
+			if label != "" {
+				return label
+			}
+			cmd, _, _ := strings.Cut(ref[1:], "^")
+			return "@" + cmd
+		case strings.HasPrefix(ref, "mailto:"):
+			if label != "" {
+				return label
+			}
+			return strings.TrimPrefix(ref, "mailto:")
+		}
+		if label != "" && label != ref {
+			return label + " (" + ref + ")"
+		}
+		return ref
+	})
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(out)
+}
+
+func toMarkdown(text string, users, channels map[string]string) string {
+	return plainText(text, users, channels)
+}
+
+func blocksToMarkdown(blocks json.RawMessage, users, channels map[string]string) (string, bool) {
+	return "", false
+}
