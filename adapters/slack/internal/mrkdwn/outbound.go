@@ -1,0 +1,318 @@
+package mrkdwn
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// parser reads drafts as CommonMark plus GFM's strikethrough and tables
+// (what agents write). It is safe for concurrent use.
+var parser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table)).Parser()
+
+// FromMarkdown converts CommonMark (an agent's draft) to Slack mrkdwn for
+// chat.postMessage: **bold** → *bold*, *em*/_em_ → _em_, ~~s~~ → ~s~,
+// [text](url) → <url|text>, bare URLs kept, inline code and fenced code
+// blocks (``` without the language), block quotes ("> " per line), bullet
+// and ordered lists (nested by four spaces a level, as Slack's clients write
+// them), headings as *bold* lines, hard breaks, images as <url|alt>. It
+// escapes &, < and > in text as Slack requires, and in nothing it writes
+// itself (the <...> of a link, the ">" of a quote).
+//
+// A link to a scheme other than http, https or mailto is written as text
+// beside its label, not as a link: a draft is not trusted either.
+func FromMarkdown(md string) string {
+	src := []byte(strings.ToValidUTF8(md, "\uFFFD"))
+	doc := parser.Parse(text.NewReader(src))
+	r := &outRenderer{src: src}
+	return strings.TrimRight(r.blocks(doc, 0), "\n")
+}
+
+type outRenderer struct {
+	src []byte
+}
+
+var bullets = [...]string{"•", "◦", "▪"}
+
+// blocks renders the block children of n, separated by blank lines.
+func (r *outRenderer) blocks(n ast.Node, depth int) string {
+	var parts []string
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if s := r.block(c, depth); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func (r *outRenderer) block(n ast.Node, depth int) string {
+	if depth > maxDepth {
+		return escapeSlack(plainText(n, r.src))
+	}
+	switch n := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock:
+		return r.inlines(n, depth, false)
+	case *ast.Heading:
+		s := strings.TrimSpace(r.inlines(n, depth, true))
+		if s == "" {
+			return ""
+		}
+		return "*" + s + "*"
+	case *ast.ThematicBreak:
+		return "───"
+	case *ast.CodeBlock, *ast.FencedCodeBlock:
+		return "```\n" + escapeSlack(strings.TrimRight(lines(n, r.src), "\n")) + "\n```"
+	case *ast.HTMLBlock:
+		s := lines(n, r.src)
+		if n.HasClosure() {
+			s += string(n.ClosureLine.Value(r.src))
+		}
+		return escapeSlack(strings.TrimRight(s, "\n"))
+	case *ast.Blockquote:
+		body := r.blocks(n, depth+1)
+		ls := strings.Split(body, "\n")
+		for i, l := range ls {
+			ls[i] = strings.TrimRight("> "+l, " ")
+		}
+		return strings.Join(ls, "\n")
+	case *ast.List:
+		return r.list(n, depth, 0)
+	case *east.Table:
+		return r.table(n, depth)
+	}
+	return escapeSlack(plainText(n, r.src))
+}
+
+// list writes a list with its nested lists, indented four spaces a level
+// with Slack's own bullets (•, ◦, ▪) or numbers.
+func (r *outRenderer) list(l *ast.List, depth, level int) string {
+	var out []string
+	num := l.Start
+	if num == 0 && l.IsOrdered() {
+		num = 1
+	}
+	pad := strings.Repeat("    ", min(level, maxDepth))
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		marker := bullets[level%len(bullets)]
+		if l.IsOrdered() {
+			marker = strconv.Itoa(num) + "."
+			num++
+		}
+		first := true
+		var lines []string
+		for c := item.FirstChild(); c != nil; c = c.NextSibling() {
+			if sub, ok := c.(*ast.List); ok && depth < maxDepth {
+				if first {
+					lines = append(lines, pad+marker)
+					first = false
+				}
+				lines = append(lines, r.list(sub, depth+1, level+1))
+				continue
+			}
+			s := r.block(c, depth+1)
+			for _, x := range strings.Split(s, "\n") {
+				if first {
+					lines = append(lines, pad+marker+" "+x)
+					first = false
+				} else if x == "" {
+					lines = append(lines, "")
+				} else {
+					lines = append(lines, pad+"    "+x)
+				}
+			}
+		}
+		if first {
+			lines = append(lines, pad+marker)
+		}
+		out = append(out, strings.Join(lines, "\n"))
+	}
+	return strings.Join(out, "\n")
+}
+
+// table writes a GFM table as a code block of aligned-by-pipes rows: mrkdwn
+// has no tables, and monospace keeps the columns readable.
+func (r *outRenderer) table(t *east.Table, depth int) string {
+	var rows []string
+	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
+		var cells []string
+		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
+			cells = append(cells, strings.TrimSpace(plainText(c, r.src)))
+		}
+		rows = append(rows, strings.Join(cells, " | "))
+	}
+	return "```\n" + escapeSlack(strings.Join(rows, "\n")) + "\n```"
+}
+
+// inlines renders the inline children of n; in a heading (already bold)
+// strong emphasis adds no second pair of asterisks.
+func (r *outRenderer) inlines(n ast.Node, depth int, heading bool) string {
+	var b strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		r.inline(&b, c, depth+1, heading)
+	}
+	return b.String()
+}
+
+func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading bool) {
+	if depth > maxDepth {
+		b.WriteString(escapeSlack(plainText(n, r.src)))
+		return
+	}
+	switch n := n.(type) {
+	case *ast.Text:
+		b.WriteString(escapeSlack(unescapeMarkdown(n.Value(r.src))))
+		if n.HardLineBreak() || n.SoftLineBreak() {
+			b.WriteByte('\n')
+		}
+	case *ast.String:
+		b.WriteString(escapeSlack(string(n.Value)))
+	case *ast.CodeSpan:
+		b.WriteString("`" + escapeSlack(plainText(n, r.src)) + "`")
+	case *ast.Emphasis:
+		inner := r.inlines(n, depth, heading)
+		switch {
+		case n.Level >= 2 && heading:
+			b.WriteString(inner)
+		case n.Level >= 2:
+			b.WriteString("*" + inner + "*")
+		default:
+			b.WriteString("_" + inner + "_")
+		}
+	case *east.Strikethrough:
+		b.WriteString("~" + r.inlines(n, depth, heading) + "~")
+	case *ast.Link:
+		dest := unescapeMarkdown(n.Destination)
+		b.WriteString(slackLink(dest, plainText(n, r.src)))
+	case *ast.Image:
+		dest := unescapeMarkdown(n.Destination)
+		b.WriteString(slackLink(dest, plainText(n, r.src)))
+	case *ast.AutoLink:
+		u := string(n.URL(r.src))
+		if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(u), "mailto:") {
+			b.WriteString(slackLink("mailto:"+u, u))
+			return
+		}
+		b.WriteString(slackLink(u, ""))
+	case *ast.RawHTML:
+		for i := 0; i < n.Segments.Len(); i++ {
+			s := n.Segments.At(i)
+			b.WriteString(escapeSlack(string(s.Value(r.src))))
+		}
+	default:
+		b.WriteString(escapeSlack(plainText(n, r.src)))
+	}
+}
+
+// slackLink writes <url|label> for http, https and mailto, and the label
+// and address as text for anything else.
+func slackLink(url, label string) string {
+	label = strings.Join(strings.Fields(label), " ")
+	switch scheme(url) {
+	case "http", "https", "mailto":
+		u := slackURL(url)
+		if label == "" || label == url {
+			return "<" + u + ">"
+		}
+		return "<" + u + "|" + escapeSlack(label) + ">"
+	}
+	if label == "" || label == url {
+		return escapeSlack(url)
+	}
+	return escapeSlack(label + " (" + url + ")")
+}
+
+// slackURL percent-encodes what would end or split a <url|label> sequence
+// (and spaces, which Slack does not take in one).
+func slackURL(u string) string {
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		switch c := u[i]; {
+		case c == '|' || c == '<' || c == '>' || c <= ' ' || c == 0x7f:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// escapeSlack escapes the three characters Slack reserves in text.
+var escapeSlack = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+
+// unescapeMarkdown resolves CommonMark's backslash escapes and character
+// references in a raw segment, as a renderer would.
+func unescapeMarkdown(b []byte) string {
+	b = util.UnescapePunctuations(b)
+	b = util.ResolveNumericReferences(b)
+	b = util.ResolveEntityNames(b)
+	return string(b)
+}
+
+// lines returns the raw lines of a block (code, HTML).
+func lines(n ast.Node, src []byte) string {
+	var b strings.Builder
+	ls := n.Lines()
+	for i := 0; i < ls.Len(); i++ {
+		s := ls.At(i)
+		b.Write(s.Value(src))
+	}
+	return b.String()
+}
+
+// plainText returns the text of a node and its descendants, without markup,
+// walking with an explicit stack so no nesting depth can exhaust ours.
+func plainText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	if n.Type() == ast.TypeBlock && n.Lines().Len() > 0 && n.FirstChild() == nil {
+		return lines(n, src)
+	}
+	stack := []ast.Node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch c := c.(type) {
+		case *ast.Text:
+			b.WriteString(unescapeMarkdown(c.Value(src)))
+			if c.SoftLineBreak() || c.HardLineBreak() {
+				b.WriteByte(' ')
+			}
+			continue
+		case *ast.String:
+			b.Write(c.Value)
+			continue
+		case *ast.AutoLink:
+			b.Write(c.URL(src))
+			continue
+		case *ast.RawHTML:
+			for i := 0; i < c.Segments.Len(); i++ {
+				s := c.Segments.At(i)
+				b.Write(s.Value(src))
+			}
+			continue
+		}
+		if c.Type() == ast.TypeBlock && c.FirstChild() == nil {
+			b.WriteString(lines(c, src))
+			continue
+		}
+		if c != n && c.Type() == ast.TypeBlock {
+			b.WriteByte('\n')
+		}
+		// children pushed in reverse so they pop in order
+		var kids []ast.Node
+		for k := c.FirstChild(); k != nil; k = k.NextSibling() {
+			kids = append(kids, k)
+		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
+		}
+	}
+	return b.String()
+}
