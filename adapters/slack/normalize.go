@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/slack/internal/mrkdwn"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
@@ -137,6 +138,7 @@ type normalizer struct {
 	recalls string // the id of the message deleted
 
 	users, channels map[string]string // names found for the ids met
+	hasWords        bool              // the message has words besides its files
 	extra           map[string]any
 	msg             *schema.Message
 }
@@ -265,6 +267,7 @@ func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, err
 	n.times()
 	n.names(ctx)
 	text, md := n.words()
+	n.hasWords = strings.TrimSpace(text) != "" || strings.TrimSpace(md) != ""
 	var batch *dropzone.Batch
 	if a.dz != nil {
 		batch = a.dz.NewBatch()
@@ -277,6 +280,19 @@ func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, err
 		return nil, err
 	}
 	m.Metadata.ProviderRaw = providerRaw(n.ev.Inner)
+	if n.recalls != "" {
+		// A deletion keeps no word of what was deleted, not even
+		// here: only which message it was.
+		if prev, ok := m.Metadata.ProviderRaw["previous_message"].(map[string]any); ok {
+			kept := map[string]any{}
+			for _, k := range []string{"type", "subtype", "user", "bot_id", "ts", "thread_ts"} {
+				if v, ok := prev[k]; ok {
+					kept[k] = v
+				}
+			}
+			m.Metadata.ProviderRaw["previous_message"] = kept
+		}
+	}
 	x := &m.Metadata.Extra
 	x.EventID = n.ev.ID
 	x.Edits, x.Recalls = n.edits, n.recalls
@@ -425,7 +441,14 @@ func (n *normalizer) names(ctx context.Context) {
 	if n.recalls != "" {
 		return // a deletion says nothing of the words deleted
 	}
-	users, channels := refs(b.Text, b.Blocks)
+	texts := []string{b.Text}
+	for _, at := range b.Attachments {
+		texts = append(texts, at.Pretext, at.Text, at.Footer)
+		for _, f := range at.Fields {
+			texts = append(texts, f.Value)
+		}
+	}
+	users, channels := refs(strings.Join(texts, "\n"), b.Blocks)
 	var ids []string
 	for _, u := range users {
 		name := a.userNameOr(ctx, u, "", n.look)
@@ -647,7 +670,7 @@ func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
 	if len(md) < len(fullMD) {
 		m.Body = strings.TrimRight(m.Body, "\n") + restLine(rests)
 	}
-	m.Type = contentType(strings.TrimSpace(text) != "" || strings.TrimSpace(md) != "", files)
+	m.Type = contentType(n.hasWords, files)
 	return nil
 }
 
@@ -779,63 +802,50 @@ func stripSecrets(v any, depth int) any {
 		}
 	case string:
 		return clean(t)
+	case float64:
+		// JSON numbers decode as float64; whole ones (sizes, times)
+		// are written as integers, as the event had them.
+		if t == float64(int64(t)) && t < 1<<53 && t > -(1<<53) {
+			return int64(t)
+		}
 	}
 	return v
 }
 
-// The conversion of Slack's text to Markdown. These stand in for the
-// mrkdwn package until it lands: the text is kept as it is, with its
-// <...> references made readable.
+// The conversion of Slack's text to Markdown is the mrkdwn package's;
+// these give it the names found.
 
 var refRE = regexp.MustCompile(`<([^<>\n]{1,1000})>`)
 
-// refs lists the user and channel ids the text and blocks mention.
-func refs(text string, blocks json.RawMessage) (users, channels []string) {
-	for _, mt := range refRE.FindAllStringSubmatch(text, 1000) {
-		ref, _, _ := strings.Cut(mt[1], "|")
-		switch {
-		case strings.HasPrefix(ref, "@"):
-			users = appendNew(users, ref[1:])
-		case strings.HasPrefix(ref, "#"):
-			channels = appendNew(channels, ref[1:])
-		}
+func mdNames(users, channels map[string]string) mrkdwn.Names {
+	return mrkdwn.Names{
+		User:    func(id string) string { return users[id] },
+		Channel: func(id string) string { return channels[id] },
 	}
-	var walk func(v any, depth int)
-	walk = func(v any, depth int) {
-		if depth > 64 {
-			return
-		}
-		switch t := v.(type) {
-		case map[string]any:
-			if typ, _ := t["type"].(string); typ == "user" {
-				if id, _ := t["user_id"].(string); id != "" {
-					users = appendNew(users, id)
-				}
-			} else if typ == "channel" {
-				if id, _ := t["channel_id"].(string); id != "" {
-					channels = appendNew(channels, id)
-				}
-			}
-			for _, x := range t {
-				walk(x, depth+1)
-			}
-		case []any:
-			for _, x := range t {
-				walk(x, depth+1)
-			}
-		}
-	}
-	if len(blocks) > 0 {
-		var v any
-		if json.Unmarshal(blocks, &v) == nil {
-			walk(v, 0)
-		}
-	}
-	return users, channels
 }
 
+func toMarkdown(text string, users, channels map[string]string) string {
+	return mrkdwn.ToMarkdown(text, mdNames(users, channels))
+}
+
+func blocksToMarkdown(blocks json.RawMessage, users, channels map[string]string) (string, bool) {
+	if len(bytes.TrimSpace(blocks)) == 0 {
+		return "", false
+	}
+	return mrkdwn.BlocksToMarkdown(blocks, mdNames(users, channels))
+}
+
+// refs lists the user and channel ids the text and blocks mention, at
+// most maxRefs of each (the lookups are bounded besides).
+func refs(text string, blocks json.RawMessage) (users, channels []string) {
+	users, channels = mrkdwn.Refs(text, blocks)
+	return users[:min(len(users), maxRefs)], channels[:min(len(channels), maxRefs)]
+}
+
+const maxRefs = 200
+
 func appendNew(list []string, s string) []string {
-	if s == "" || slices.Contains(list, s) || len(list) >= 200 {
+	if s == "" || slices.Contains(list, s) || len(list) >= maxRefs {
 		return list
 	}
 	return append(list, s)
@@ -897,12 +907,4 @@ func plainText(text string, users, channels map[string]string) string {
 		return ref
 	})
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(out)
-}
-
-func toMarkdown(text string, users, channels map[string]string) string {
-	return plainText(text, users, channels)
-}
-
-func blocksToMarkdown(blocks json.RawMessage, users, channels map[string]string) (string, bool) {
-	return "", false
 }
