@@ -136,6 +136,20 @@ func splitUnits(text string) []unit {
 				if strings.HasPrefix(text[pos:], " ") {
 					pos++
 				}
+			case strings.HasPrefix(rest, ">>>"):
+				// A raw ">" is never in text Slack stores (it escapes
+				// them), but is what a poster writes: read it the same.
+				quoteRest, quoted = true, true
+				pos += len(">>>")
+				if strings.HasPrefix(text[pos:], " ") {
+					pos++
+				}
+			case strings.HasPrefix(rest, ">"):
+				quoted = true
+				pos += len(">")
+				if strings.HasPrefix(text[pos:], " ") {
+					pos++
+				}
 			case strings.HasPrefix(rest, "&gt;"):
 				quoted = true
 				pos += len("&gt;")
@@ -151,14 +165,20 @@ func splitUnits(text string) []unit {
 		fence := strings.Index(rest, "```")
 		if fence >= 0 && (nl < 0 || fence < nl) {
 			if end := strings.Index(rest[fence+3:], "```"); end >= 0 {
-				if before := rest[:fence]; strings.TrimSpace(before) != "" {
+				if before := strings.TrimRight(rest[:fence], " "); strings.TrimSpace(before) != "" {
 					units = append(units, unit{text: before, quoted: quoted})
 				}
 				body := rest[fence+3 : fence+3+end]
+				if quoted && !quoteRest {
+					body = unquoteBody(body)
+				}
 				body = strings.TrimPrefix(body, "\n")
 				body = strings.TrimSuffix(body, "\n")
 				units = append(units, unit{text: unescape(body), pre: true, quoted: quoted})
 				pos += fence + 3 + end + 3
+				for pos < len(text) && text[pos] == ' ' {
+					pos++
+				}
 				if strings.HasPrefix(text[pos:], "\n") {
 					pos++
 					lineStart = true
@@ -177,6 +197,27 @@ func splitUnits(text string) []unit {
 		lineStart = true
 	}
 	return units
+}
+
+// unquoteBody takes the quote marks off the lines of a ``` span that
+// started on a quoted line and goes on over lines each quoted again (a
+// quoted code block), when every line after the first has one.
+func unquoteBody(body string) string {
+	lines := strings.Split(body, "\n")
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "&gt;") && !strings.HasPrefix(l, ">") {
+			return body
+		}
+	}
+	for i, l := range lines[1:] {
+		for _, p := range []string{"&gt; ", "&gt;", "> ", ">"} {
+			if strings.HasPrefix(l, p) {
+				lines[i+1] = l[len(p):]
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // blockWriter writes Markdown a block-level line at a time, adding the blank

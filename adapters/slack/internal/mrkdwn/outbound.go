@@ -1,8 +1,10 @@
 package mrkdwn
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -180,12 +182,12 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 		case n.Level >= 2 && heading:
 			b.WriteString(inner)
 		case n.Level >= 2:
-			b.WriteString("*" + inner + "*")
+			r.delimit(b, n, "*", inner)
 		default:
-			b.WriteString("_" + inner + "_")
+			r.delimit(b, n, "_", inner)
 		}
 	case *east.Strikethrough:
-		b.WriteString("~" + r.inlines(n, depth, heading) + "~")
+		r.delimit(b, n, "~", r.inlines(n, depth, heading))
 	case *ast.Link:
 		dest := unescapeMarkdown(n.Destination)
 		b.WriteString(slackLink(dest, plainText(n, r.src)))
@@ -208,6 +210,28 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 		b.WriteString(escapeSlack(plainText(n, r.src)))
 	}
 }
+
+// delimit writes inner between a pair of Slack's delimiters. Slack formats
+// only at word boundaries, where Markdown's "*" also formats inside a word
+// (**foo**bar): a zero-width space on a side where a letter or digit
+// touches the delimiter makes that side a boundary for Slack, and shows as
+// nothing.
+func (r *outRenderer) delimit(b *strings.Builder, n ast.Node, d, inner string) {
+	if inner == "" {
+		return
+	}
+	if last, _ := utf8.DecodeLastRuneInString(b.String()); b.Len() > 0 && wordRune(last) {
+		b.WriteString(zwsp)
+	}
+	b.WriteString(d + inner + d)
+	if next, ok := n.NextSibling().(*ast.Text); ok {
+		if first, _ := utf8.DecodeRune(next.Value(r.src)); wordRune(first) {
+			b.WriteString(zwsp)
+		}
+	}
+}
+
+const zwsp = "\u200b"
 
 // slackLink writes <url|label> for http, https and mailto, and the label
 // and address as text for anything else.
@@ -248,12 +272,30 @@ func slackURL(u string) string {
 var escapeSlack = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 // unescapeMarkdown resolves CommonMark's backslash escapes and character
-// references in a raw segment, as a renderer would.
+// references in a raw segment, in one pass as a renderer does: "\\&lt;" is
+// the text "&lt;", not "<".
 func unescapeMarkdown(b []byte) string {
-	b = util.UnescapePunctuations(b)
-	b = util.ResolveNumericReferences(b)
-	b = util.ResolveEntityNames(b)
-	return string(b)
+	var out strings.Builder
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '\\' && i+1 < len(b) && util.IsPunct(b[i+1]):
+			out.WriteByte(b[i+1])
+			i++
+		case c == '&' && entityAt(string(b[i:min(len(b), i+34)])):
+			end := i + bytes.IndexByte(b[i:], ';') + 1
+			ref := b[i:end]
+			if ref[1] == '#' {
+				ref = util.ResolveNumericReferences(ref)
+			} else {
+				ref = util.ResolveEntityNames(ref)
+			}
+			out.Write(ref)
+			i = end - 1
+		default:
+			out.WriteByte(c)
+		}
+	}
+	return out.String()
 }
 
 // lines returns the raw lines of a block (code, HTML).
