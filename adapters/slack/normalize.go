@@ -46,6 +46,11 @@ func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, err
 		// read (encoding/json goes on past it), so the words are kept.
 		a.log.Debug("slack: event field of an unexpected type ignored", "event_id", ev.ID, "error", err)
 	}
+	if m.Type == "" && ev.Channel != "" && m.TS != "" {
+		// A message from history as an export writes it, without
+		// its type: history holds nothing but messages.
+		m.Type = "message"
+	}
 	if m.Type != "message" && m.Type != "app_mention" {
 		return nil, nil // file_shared, reaction_added, ...: not messages
 	}
