@@ -268,8 +268,9 @@ func fenced(body string) string {
 // listWriter writes consecutive rich_text_list elements as one Markdown
 // list, nesting each indent level under the last item of the level above.
 type listWriter struct {
-	b      strings.Builder
-	widths []int
+	b       strings.Builder
+	widths  []int
+	pending bool // the line holds an empty item's marker the next item follows
 }
 
 func (w *listWriter) String() string { return w.b.String() }
@@ -292,6 +293,10 @@ func (w *listWriter) list(e block, n Names, level int, depth int) {
 			// under an empty one when it comes first.
 			if level+1 > len(w.widths) {
 				w.line(level, w.marker(style, &num), "")
+				// "1. - hi": on the item's own line, since goldmark
+				// does not nest a list under an empty "1." line.
+				w.b.WriteByte(' ')
+				w.pending = true
 			}
 			w.list(it, n, level+1, depth+1)
 			continue
@@ -320,11 +325,16 @@ func (w *listWriter) line(level int, marker, content string) {
 	}
 	w.widths = append(w.widths[:level], len(marker)+1)
 	pad := strings.Repeat(" ", indent)
-	if w.b.Len() > 0 {
-		w.b.WriteByte('\n')
+	if w.pending {
+		w.pending = false
+	} else {
+		if w.b.Len() > 0 {
+			w.b.WriteByte('\n')
+		}
+		w.b.WriteString(pad)
 	}
 	lines := strings.Split(content, "\n")
-	w.b.WriteString(pad + marker)
+	w.b.WriteString(marker)
 	if lines[0] != "" {
 		w.b.WriteString(" " + guardLineStart(lines[0]))
 	}

@@ -289,6 +289,17 @@ func (w *blockWriter) line(s string, quoted bool, n Names) {
 		w.item(level, marker, inlineText(content, n), quoted)
 		return
 	}
+	if w.prevKind == kindList && w.prevQ == quoted && len(w.widths) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		// An indented line under a list item that is not an item ("    a.
+		// nested", Slack's lettered sub-item): a line of that item, as
+		// its indentation says, not the end of the list.
+		indent := 0
+		for _, x := range w.widths {
+			indent += x
+		}
+		w.emit(strings.Repeat(" ", indent)+guardLineStart(inlineText(strings.TrimLeft(s, " \t"), n)), quoted)
+		return
+	}
 	w.begin(kindPara, quoted)
 	w.emit(guardLineStart(inlineText(s, n)), quoted)
 }
