@@ -118,6 +118,9 @@ func (r *outRenderer) list(l *ast.List, depth, level int) string {
 				continue
 			}
 			s := r.block(c, depth+1)
+			if !first {
+				lines = append(lines, "") // the item's blocks apart, as in the draft
+			}
 			for _, x := range strings.Split(s, "\n") {
 				if first {
 					lines = append(lines, pad+marker+" "+x)
