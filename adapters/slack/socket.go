@@ -1,0 +1,385 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/monoco/courier/adapters"
+)
+
+// Socket Mode, on slack-go's socketmode client, with what it leaves to us:
+//
+//   - Acks. socketmode never acks by itself; each events_api envelope is
+//     acked here only once handle returned (the event durable, or
+//     deliberately written nothing). An envelope whose event could not be
+//     stored is not acked: Slack redelivers it.
+//   - Events it cannot parse. An events_api envelope whose inner event
+//     slackevents.ParseEvent does not know reaches us as
+//     EventTypeErrorBadMessage with the raw frame, unacked; it is handled
+//     from the raw frame like any other, so no event type is lost for
+//     being new.
+//   - Fatal errors. Its RunContext returns on invalid_auth, not_authed,
+//     account_inactive and token_revoked, but retries every other refusal
+//     (not_allowed_token_type, missing_scope, ...) forever; those are
+//     recognised from its connection_error events and stop the Source.
+//   - Reconnect pacing. After a disconnect or a drop it reconnects at once,
+//     and a server that accepts and drops every connection would be a
+//     tight loop; every apps.connections.open goes through a gate that
+//     waits a jittered, doubling delay when the last one was recent.
+
+// maxFrame bounds one websocket frame read from Slack (socketmode's
+// default is unlimited).
+const maxFrame = 4 << 20
+
+// socketWorkers is how many events are handled at once: events of
+// several channels are then written in one round of fsyncs (the pipeline's
+// group commit), and a slow one does not hold the reader, whose pings
+// keep the connection alive.
+const socketWorkers = 16
+
+// fatalCodes are Slack's answers that no retry fixes: the token or the
+// app's configuration must change first.
+var fatalCodes = map[string]bool{
+	"invalid_auth": true, "not_authed": true, "account_inactive": true, "token_revoked": true,
+	"token_expired": true, "not_allowed_token_type": true, "missing_scope": true, "no_permission": true,
+	"org_login_required": true, "ekm_access_denied": true, "team_access_not_granted": true,
+	"invalid_token": true,
+}
+
+// isFatal reports whether err is a refusal of the credentials.
+func isFatal(err error) bool {
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		return fatalCodes[se.Err]
+	}
+	var sc slackapi.StatusCodeError
+	if errors.As(err, &sc) {
+		return sc.Code == http.StatusUnauthorized || sc.Code == http.StatusForbidden || sc.Code == http.StatusNotFound
+	}
+	// socketmode's own fatal path returns the bare error; its text is
+	// the code.
+	return err != nil && fatalCodes[err.Error()]
+}
+
+// startCheck is every inbound Source's Start: the bot token must be
+// accepted (auth.test). A refused token fails the start with the reason;
+// a network error does not (Run retries, /health says why).
+func startCheck(ctx context.Context, a *Adapter) error {
+	if _, err := a.Identify(ctx); err != nil {
+		if isFatal(err) {
+			a.health.Error(err)
+			return err
+		}
+		a.health.Error(err)
+		a.log.Warn("slack: auth.test failed; retrying in the background", "err", err)
+	}
+	return nil
+}
+
+// socketSource receives over Socket Mode, and catches up after every
+// (re)connect.
+type socketSource struct {
+	r      *receiver
+	replay *replayer
+
+	// pingInterval is socketmode's: no ping from Slack within it and the
+	// connection is taken for dead (its default 30 s; tests shorten it).
+	pingInterval time.Duration
+	gate         *reconnectGate
+
+	mu    sync.Mutex
+	fatal error // a refusal that stopped the Source
+
+	opens atomic.Int64 // apps.connections.open calls made
+	// onAck, when set (tests), is told of each events_api envelope acked.
+	onAck func(envelopeID string)
+}
+
+func newSocketSource(r *receiver) *socketSource {
+	return &socketSource{r: r, replay: &replayer{r: r, limits: defaultReplayLimits},
+		pingInterval: 30 * time.Second,
+		gate:         &reconnectGate{min: time.Second, max: 2 * time.Minute, stable: time.Minute}}
+}
+
+func (s *socketSource) Name() string { return "slack/socket" }
+
+// Start checks the tokens are there and the bot token is accepted.
+func (s *socketSource) Start(ctx context.Context) error {
+	if s.r.a.cfg.AppToken.Reveal() == "" {
+		return errors.New("slack: socket mode needs app_token (xapp-...)")
+	}
+	return startCheck(ctx, s.r.a)
+}
+
+// Error records on /health an error Run returned.
+func (s *socketSource) Error(err error) { s.r.a.health.Error(err) }
+
+// Stop has nothing to release: Run's connection ends with its context.
+func (s *socketSource) Stop(context.Context) error { return nil }
+
+// stop records a fatal refusal: the Source stays stopped (until the
+// service restarts with other credentials) and /health says why.
+func (s *socketSource) stop(err error) {
+	s.mu.Lock()
+	if s.fatal == nil {
+		s.fatal = err
+	}
+	s.mu.Unlock()
+	s.r.a.health.Error(fmt.Errorf("slack: socket mode stopped: %w", err))
+	s.r.a.log.Error("slack: socket mode stopped: Slack refused the credentials", "err", err)
+}
+
+func (s *socketSource) stopped() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
+}
+
+// Run keeps a Socket Mode connection until ctx ends. After a fatal
+// refusal it waits for ctx without reconnecting, so the service's restart
+// of a failed Run cannot become a loop of refused connections.
+func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
+	if s.stopped() != nil {
+		<-ctx.Done()
+		return nil
+	}
+	a := s.r.a
+	s.r.a.health.Set(adapters.StatusConnecting, "")
+	api := slackapi.New(a.cfg.BotToken.Reveal(), slackapi.OptionAPIURL(a.apiURL),
+		slackapi.OptionHTTPClient(gatedClient{c: a.http, gate: s.gate, opens: &s.opens}),
+		slackapi.OptionAppLevelToken(a.cfg.AppToken.Reveal()))
+	smc := socketmode.New(api, socketmode.OptionPingInterval(s.pingInterval),
+		socketmode.OptionReadLimit(maxFrame), socketmode.OptionLog(log.New(io.Discard, "", 0)))
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- smc.RunContext(rctx) }()
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, socketWorkers)
+	kick := make(chan struct{}, 1)
+	wg.Go(func() { s.replayLoop(rctx, sink, kick) })
+
+	var fatal error
+	finish := func() {
+		cancel()
+		wg.Wait()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			<-runDone
+			finish()
+			return nil
+		case err := <-runDone:
+			finish()
+			if fatal == nil && isFatal(err) {
+				fatal = err
+			}
+			if fatal != nil {
+				s.stop(fatal)
+				<-ctx.Done()
+				return nil
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack: socket mode: %w", err)
+		case evt := <-smc.Events:
+			switch evt.Type {
+			case socketmode.EventTypeConnecting:
+				a.health.Set(adapters.StatusConnecting, "")
+			case socketmode.EventTypeConnectionError:
+				if d, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok && d.ErrorObj != nil {
+					if isFatal(d.ErrorObj) {
+						fatal = d.ErrorObj
+						cancel()
+						continue
+					}
+					a.health.Error(fmt.Errorf("slack: socket mode: connecting: %w", d.ErrorObj))
+				}
+			case socketmode.EventTypeInvalidAuth:
+				fatal = errors.New("invalid_auth (apps.connections.open answered 404)")
+				cancel()
+			case socketmode.EventTypeHello:
+				// A new connection: whatever was posted since the last
+				// one is a gap until the catch-up read it.
+				s.r.gap()
+				a.health.Set(adapters.StatusConnected, "")
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			case socketmode.EventTypeEventsAPI:
+				s.dispatch(rctx, smc, sink, evt.Request, sem, &wg)
+			case socketmode.EventTypeErrorBadMessage:
+				// An envelope socketmode could not parse: handle it
+				// from the raw frame when it is one.
+				if d, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+					var req socketmode.Request
+					if json.Unmarshal(d.Message, &req) == nil && req.EnvelopeID != "" {
+						if req.Type == socketmode.RequestTypeEventsAPI {
+							s.dispatch(rctx, smc, sink, &req, sem, &wg)
+						} else {
+							_ = smc.AckCtx(rctx, req.EnvelopeID, nil)
+						}
+					}
+				}
+			case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+				// Not messages: acked at once, nothing written.
+				if evt.Request != nil {
+					_ = smc.AckCtx(rctx, evt.Request.EnvelopeID, nil)
+				}
+			case socketmode.EventTypeErrorWriteFailed:
+				// An ack lost: Slack redelivers, the dedupe drops it.
+				a.log.Debug("slack: socket mode: an ack was not sent")
+			}
+		}
+	}
+}
+
+// dispatch handles an events_api envelope on a worker, and acks it once
+// the event is durable.
+func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sink adapters.Sink, req *socketmode.Request,
+	sem chan struct{}, wg *sync.WaitGroup) {
+	if req == nil {
+		return
+	}
+	var env envelope
+	if err := json.Unmarshal(req.Payload, &env); err != nil || env.Type != "event_callback" ||
+		len(env.Event) == 0 || env.Event[0] != '{' {
+		// app_rate_limited and the like: nothing to store.
+		_ = smc.AckCtx(ctx, req.EnvelopeID, nil)
+		return
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	id := req.EnvelopeID
+	wg.Go(func() {
+		defer func() { <-sem }()
+		if err := s.r.handleOnce(ctx, sink, event{ID: env.EventID, Inner: env.Event}); err != nil {
+			if ctx.Err() == nil {
+				s.r.a.health.Error(fmt.Errorf("slack: event %s not stored: %w", env.EventID, err))
+				s.r.a.log.Warn("slack: event not stored; not acked, Slack will redeliver", "event_id", env.EventID, "err", err)
+			}
+			return
+		}
+		if smc.AckCtx(ctx, id, nil) == nil && s.onAck != nil {
+			s.onAck(id)
+		}
+	})
+}
+
+// replayLoop runs a catch-up pass each time it is kicked (every hello),
+// and again soon while a pass stops at its bounds.
+func (s *socketSource) replayLoop(ctx context.Context, sink adapters.Sink, kick <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		for {
+			err := s.replay.pass(ctx, sink)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errPassIncomplete) {
+				s.r.a.health.Error(err)
+				s.r.a.log.Warn("slack: catch-up failed; next at the next connection", "err", err)
+				break
+			}
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// reconnectGate paces apps.connections.open: the first call, and one
+// after a connection that lasted, goes at once; one soon after the last
+// waits min, doubling to max, each jittered by up to half.
+type reconnectGate struct {
+	min, max, stable time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	attempt int
+}
+
+func (g *reconnectGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	var d time.Duration
+	if !g.last.IsZero() && time.Since(g.last) < g.stable {
+		d = g.min << min(g.attempt, 30)
+		if d <= 0 || d > g.max {
+			d = g.max
+		}
+		d = d/2 + rand.N(d/2+1)
+		g.attempt++
+	} else {
+		g.attempt = 0
+	}
+	g.mu.Unlock()
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	g.mu.Lock()
+	g.last = time.Now()
+	g.mu.Unlock()
+	return nil
+}
+
+// gatedClient is the socketmode client's HTTP client: its
+// apps.connections.open calls pass the gate first.
+type gatedClient struct {
+	c     *http.Client
+	gate  *reconnectGate
+	opens *atomic.Int64
+}
+
+func (g gatedClient) Do(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/apps.connections.open") {
+		if err := g.gate.wait(req.Context()); err != nil {
+			return nil, err
+		}
+		g.opens.Add(1)
+	}
+	return g.c.Do(req)
+}
+
+var (
+	_ adapters.Starter       = (*socketSource)(nil)
+	_ adapters.Stopper       = (*socketSource)(nil)
+	_ adapters.ErrorReporter = (*socketSource)(nil)
+)
