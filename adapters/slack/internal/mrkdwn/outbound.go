@@ -185,15 +185,24 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 		case n.Level >= 2 && heading:
 			b.WriteString(inner)
 		case n.Level >= 2:
-			r.delimit(b, n, "*", inner)
+			r.delimit(b, n, "*", inner, "*")
 		default:
-			r.delimit(b, n, "_", inner)
+			r.delimit(b, n, "_", inner, "_")
 		}
 	case *east.Strikethrough:
-		r.delimit(b, n, "~", r.inlines(n, depth, heading))
+		r.delimit(b, n, "~", r.inlines(n, depth, heading), "~")
 	case *ast.Link:
 		dest := unescapeMarkdown(n.Destination)
-		b.WriteString(slackLink(dest, plainText(n, r.src)))
+		// Slack has no formatting inside a link's label; it writes a bold
+		// link as *<url|label>* (its own text of such a message does), so
+		// a label wholly emphasised takes its emphasis outside.
+		open, close := labelStyle(n, heading)
+		link := slackLink(dest, plainText(n, r.src))
+		if open == "" {
+			b.WriteString(link)
+			return
+		}
+		r.delimit(b, n, open, link, close)
 	case *ast.Image:
 		dest := unescapeMarkdown(n.Destination)
 		b.WriteString(slackLink(dest, plainText(n, r.src)))
@@ -219,19 +228,42 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 // (**foo**bar): a zero-width space on a side where a letter or digit
 // touches the delimiter makes that side a boundary for Slack, and shows as
 // nothing.
-func (r *outRenderer) delimit(b *strings.Builder, n ast.Node, d, inner string) {
+func (r *outRenderer) delimit(b *strings.Builder, n ast.Node, open, inner, close string) {
 	if inner == "" {
 		return
 	}
 	if last, _ := utf8.DecodeLastRuneInString(b.String()); b.Len() > 0 && wordRune(last) {
 		b.WriteString(zwsp)
 	}
-	b.WriteString(d + inner + d)
+	b.WriteString(open + inner + close)
 	if next, ok := n.NextSibling().(*ast.Text); ok {
 		if first, _ := utf8.DecodeRune(next.Value(r.src)); wordRune(first) {
 			b.WriteString(zwsp)
 		}
 	}
+}
+
+// labelStyle returns Slack's delimiters for the emphasis and strike that
+// wrap the whole label of a link, outermost first.
+func labelStyle(link ast.Node, heading bool) (open, close string) {
+	for c := link.FirstChild(); c != nil && c.NextSibling() == nil && c.PreviousSibling() == nil; c = c.FirstChild() {
+		d := ""
+		switch c := c.(type) {
+		case *ast.Emphasis:
+			switch {
+			case c.Level < 2:
+				d = "_"
+			case !heading:
+				d = "*"
+			}
+		case *east.Strikethrough:
+			d = "~"
+		default:
+			return open, close
+		}
+		open, close = open+d, d+close
+	}
+	return open, close
 }
 
 const zwsp = "\u200b"

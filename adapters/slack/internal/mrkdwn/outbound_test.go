@@ -23,6 +23,7 @@ var fromMarkdownCases = []struct {
 	{"link titled", `[label](https://x.com/a "title")`, "<https://x.com/a|label>"},
 	{"link to itself", "[http://x.com](http://x.com)", "<http://x.com>"},
 	{"link label of markup", "[**bold** `c`](http://x.com)", "<http://x.com|bold c>"},
+	{"bold link", "[**bold**](http://x.com) x[~_s_~](http://y.com)", "*<http://x.com|bold>* x\u200b~_<http://y.com|s>_~"},
 	{"link chars that would end the sequence", "[a|b>](http://x.com/?q=a|b)", "<http://x.com/?q=a%7Cb|a|b&gt;>"},
 	{"link with a space", "[x](<http://x.com/a b>)", "<http://x.com/a%20b|x>"},
 	{"bare url kept", "see http://x.com/a?b=1&c=2", "see http://x.com/a?b=1&amp;c=2"},
@@ -73,6 +74,7 @@ var roundTrips = []string{
 	// <mailto:a@b|a@b>: not a round trip by design)
 	"a [link](https://example.com/a_(b)?c=1&d=2) and <https://example.com>",
 	"`code with *stars* and <tags>` then text",
+	"a [**bold link**](https://example.com/) and a ~~[struck](https://example.com/s)~~ one",
 	"```\nfunc main() {\n\tif a < b && c > d {}\n}\n```",
 	"> quoted **bold**\n> second line\n\nafter",
 	"- one\n- two\n  - two.one\n    - two.one.one\n- three",
@@ -84,13 +86,19 @@ var roundTrips = []string{
 }
 
 // normalise makes the outline of a draft comparable with that of its
-// round trip: Slack has no headings (they become bold lines) and the
+// round trip: Slack has no headings (they become bold lines), nor
+// formatting inside a link's label (it goes around the link), and the
 // zero-width spaces FromMarkdown adds for Slack's word boundaries are not
 // text a reader sees.
 var heading = regexp.MustCompile(`h[1-6]\(((?:[^()"]|"(?:[^"\\]|\\.)*")*)\)`)
 
+// A link whose whole label is bold is a bold link; Slack writes the
+// emphasis outside (*<url|label>*), so the round trip does too.
+var styledLabel = regexp.MustCompile(`a\[([^\]]*)\]\((strong|em|del)\(("(?:[^"\\]|\\.)*")\)\)`)
+
 func normalise(outline string) string {
 	outline = heading.ReplaceAllString(outline, "p(strong($1))")
+	outline = styledLabel.ReplaceAllString(outline, "$2(a[$1]($3))")
 	return strings.ReplaceAll(outline, `\u200b`, "")
 }
 
