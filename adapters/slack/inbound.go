@@ -52,6 +52,8 @@ type receiver struct {
 	timeout  time.Duration
 	flightMu sync.Mutex
 	flights  map[string]*inflight // event ids being handled, by webhook requests
+	// refusedLog paces the log of refused webhook requests.
+	refusedLog rateLog
 }
 
 // channelState is one channel's position. Its mutex is held while an

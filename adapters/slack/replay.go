@@ -65,6 +65,10 @@ func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 		}
 		err := p.channel(ctx, sink, ch, &budget)
 		switch {
+		case gone(err):
+			// Deleted, archived, or the bot was removed: nothing to
+			// read there, and nothing wrong with Courier.
+			p.r.a.log.Debug("slack: catch-up skips a channel it cannot read", "channel", ch, "err", err)
 		case errors.Is(err, errPassIncomplete):
 			incomplete = true
 		case err != nil:
@@ -328,6 +332,12 @@ func (p *replayer) call(ctx context.Context, f func() error) error {
 	}
 }
 
+// gone reports a channel the bot cannot read any more.
+func gone(err error) bool {
+	var se slackapi.SlackErrorResponse
+	return errors.As(err, &se) && (se.Err == "channel_not_found" || se.Err == "not_in_channel" || se.Err == "is_archived")
+}
+
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -352,9 +362,13 @@ func newReplaySource(r *receiver) *replaySource {
 
 func (s *replaySource) Name() string { return "slack/replay" }
 
-// Start checks the bot token (auth.test): a revoked or wrong token fails
-// the service's start with the reason.
+// Start checks that the webhook can verify requests (signing_secret) and
+// the bot token (auth.test): a revoked or wrong token fails the service's
+// start with the reason.
 func (s *replaySource) Start(ctx context.Context) error {
+	if s.p.r.a.cfg.SigningSecret.Reveal() == "" {
+		return errors.New("slack: the events mode needs signing_secret: every request is verified with it")
+	}
 	return startCheck(ctx, s.p.r.a)
 }
 

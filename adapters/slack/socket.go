@@ -103,7 +103,8 @@ type socketSource struct {
 	mu    sync.Mutex
 	fatal error // a refusal that stopped the Source
 
-	opens atomic.Int64 // apps.connections.open calls made
+	opens     atomic.Int64 // apps.connections.open calls made
+	connected atomic.Bool  // a connection said hello and is not known to be lost
 	// onAck, when set (tests), is told of each events_api envelope acked.
 	onAck func(envelopeID string)
 }
@@ -202,6 +203,7 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 		case evt := <-smc.Events:
 			switch evt.Type {
 			case socketmode.EventTypeConnecting:
+				s.connected.Store(false)
 				a.health.Set(adapters.StatusConnecting, "")
 			case socketmode.EventTypeConnectionError:
 				if d, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok && d.ErrorObj != nil {
@@ -219,6 +221,7 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 				// A new connection: whatever was posted since the last
 				// one is a gap until the catch-up read it.
 				s.r.gap()
+				s.connected.Store(true)
 				a.health.Set(adapters.StatusConnected, "")
 				select {
 				case kick <- struct{}{}:
@@ -283,6 +286,11 @@ func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sin
 		}
 		if smc.AckCtx(ctx, id, nil) == nil && s.onAck != nil {
 			s.onAck(id)
+		}
+		// An event stored shows the way in works again after a
+		// failure (the error stays as last_error).
+		if s.connected.Load() && s.r.a.health.Health().Status == adapters.StatusError {
+			s.r.a.health.Set(adapters.StatusConnected, "")
 		}
 	})
 }
