@@ -359,7 +359,10 @@ func (n *normalizer) session(ctx context.Context) {
 }
 
 // sender sets participants.from: the user with the name Slack shows, or
-// the bot by its name.
+// the bot by its name. The other lists stay empty, a DM's included: the
+// bot is the account itself, which the email rules leave out of the
+// participants (DESIGN §3), and a channel's members are not the message's
+// recipients; whom it names is in participants.mentions.
 func (n *normalizer) sender(ctx context.Context) {
 	a, b := n.a, n.body
 	p := schema.Participant{ID: b.User, PlatformID: b.User}
