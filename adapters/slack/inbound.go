@@ -77,8 +77,13 @@ type channelState struct {
 	// resume is where the next catch-up goes on reading history back
 	// from (its latest), after a pass that stopped at its bounds.
 	resume        string
+	resumeNewest  string   // the newest ts the passes that stopped read
 	resumeThreads []string // threads found by the passes that stopped
-	threads       []string
+	// passedTo is the newest ts the last complete catch-up read from
+	// history: the next one reads from there (in this process; a
+	// restart reads from the checkpoint).
+	passedTo string
+	threads  []string
 }
 
 func newReceiver(a *Adapter) *receiver {
@@ -247,6 +252,9 @@ func (r *receiver) caughtUp(ctx context.Context, sink adapters.Sink, channel, ts
 	if err != nil {
 		return err
 	}
+	if tsAfter(ts, cs.passedTo) {
+		cs.passedTo = ts
+	}
 	if tsAfter(cs.delivered, ts) {
 		ts = cs.delivered
 	}
@@ -258,7 +266,7 @@ func (r *receiver) caughtUp(ctx context.Context, sink adapters.Sink, channel, ts
 	}
 	cs.caughtUp = true
 	cs.delivered = ""
-	cs.resume = ""
+	cs.resume, cs.resumeNewest = "", ""
 	cs.resumeThreads = nil
 	return nil
 }

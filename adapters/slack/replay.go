@@ -145,8 +145,16 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 	a := p.r.a
 	cs := p.r.acquire(ch)
 	saved, ok, err := cs.position(ctx, sink, ch)
-	resume := cs.resume
+	resume, resumeNewest := cs.resume, cs.resumeNewest
 	pending := cs.resumeThreads
+	// Read from where the last catch-up read up to, when that is before
+	// the checkpoint: live events moved the checkpoint on, and an event
+	// Slack never delivered (it gives up after three tries) is only found
+	// by reading history again over what they covered.
+	from := saved
+	if validTS(cs.passedTo) && tsAfter(saved, cs.passedTo) {
+		from = cs.passedTo
+	}
 	if ok {
 		// Until this catch-up completes, what is delivered (by it or
 		// live) must not move the checkpoint past what it has not read.
@@ -177,18 +185,18 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 		err := p.call(ctx, func() error {
 			var err error
 			h, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
-				ChannelID: ch, Oldest: saved, Latest: resume, Limit: p.limits.pageSize, Cursor: cursor})
+				ChannelID: ch, Oldest: from, Latest: resume, Limit: p.limits.pageSize, Cursor: cursor})
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("slack: conversations.history of %s: %w", ch, err)
 		}
 		for _, m := range h.Messages {
-			if !tsAfter(m.Timestamp, saved) || (resume != "" && !tsAfter(resume, m.Timestamp)) {
+			if !tsAfter(m.Timestamp, from) || (resume != "" && !tsAfter(resume, m.Timestamp)) {
 				continue // outside the range asked for
 			}
 			msgs = append(msgs, m)
-			if m.ReplyCount > 0 && tsAfter(m.LatestReply, saved) {
+			if m.ReplyCount > 0 && tsAfter(m.LatestReply, from) {
 				threads[m.Timestamp] = true
 			}
 		}
@@ -200,7 +208,7 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 	}
 	if complete {
 		for _, t := range sortedKeys(threads) {
-			replies, ok, err := p.replies(ctx, ch, t, saved, budget)
+			replies, ok, err := p.replies(ctx, ch, t, from, budget)
 			if err != nil {
 				return err
 			}
@@ -228,6 +236,9 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 		if len(msgs) > 0 {
 			cs := p.r.acquire(ch)
 			cs.resume = msgs[0].Timestamp
+			if tsAfter(newest, cs.resumeNewest) {
+				cs.resumeNewest = newest
+			}
 			// The threads found in the part read are read once the
 			// whole gap is.
 			cs.resumeThreads = sortedKeys(threads)
@@ -238,6 +249,12 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 		}
 		a.log.Warn("slack: catch-up of a channel goes on in the next pass", "channel", ch, "messages", len(msgs))
 		return errPassIncomplete
+	}
+	if tsAfter(resumeNewest, newest) {
+		newest = resumeNewest // read by the passes that stopped at their bounds
+	}
+	if newest == "" {
+		newest = from
 	}
 	return p.r.caughtUp(ctx, sink, ch, newest)
 }
