@@ -1,0 +1,322 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/ingest"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/slackfake"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// inWorld is a fake Slack, the real adapter pointed at it, and a real
+// mailbox behind the real ingest pipeline: the transports' tests assert
+// on the files written, not on what a double recorded.
+type inWorld struct {
+	fake *slackfake.Server
+	a    *Adapter
+	r    *receiver
+	mb   *mailbox.Mailbox
+	pipe *ingest.Pipeline
+}
+
+const inSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+func newInWorld(t *testing.T, mode string) *inWorld {
+	t.Helper()
+	fake := slackfake.New(t, slackfake.Options{PingInterval: 20 * time.Millisecond})
+	root := t.TempDir()
+	if err := mailbox.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := mailbox.Open(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dz, err := dropzone.Open(mb.Dropzone(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := ingest.New(mb, nil)
+	if err := pipe.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pipe.Stop(ctx)
+		dz.Close()
+		mb.Close()
+	})
+	o := fake.Options()
+	a := newAdapter(Options{Config: config.Slack{Enabled: true, Mode: mode,
+		BotToken: config.Secret(o.BotToken), AppToken: config.Secret(o.AppToken),
+		SigningSecret: config.Secret(inSecret), APIURL: fake.APIURL()}, Dropzone: dz})
+	return &inWorld{fake: fake, a: a, r: newReceiver(a), mb: mb, pipe: pipe}
+}
+
+// files returns the inbound Slack files by message id.
+func (w *inWorld) files(t testing.TB) map[string]*schema.Message {
+	t.Helper()
+	dir := w.mb.Dir(mailbox.BoxInbound, schema.Slack)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*schema.Message{}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := schema.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if _, dup := out[m.ID]; dup {
+			t.Errorf("two files for %s", m.ID)
+		}
+		out[m.ID] = m
+	}
+	return out
+}
+
+func (w *inWorld) ids(t testing.TB) []string {
+	var out []string
+	for id := range w.files(t) {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hasFile reports whether the file of message id is on disk.
+func (w *inWorld) hasFile(t testing.TB, id string) bool {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(w.mb.Dir(mailbox.BoxInbound, schema.Slack), "*_"+id+".md"))
+	return len(m) == 1
+}
+
+func (w *inWorld) checkpoint(t testing.TB, channel string) string {
+	t.Helper()
+	v, _, err := w.pipe.Checkpoint(context.Background(), checkpointKey(channel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// channel adds a public channel the bot is a member of.
+func (w *inWorld) channel(id, name string) {
+	var c slackapi.Channel
+	c.ID, c.Name, c.IsMember = id, name, true
+	w.fake.AddConversation(c)
+}
+
+// msgEvent is a message event as Slack sends it.
+func msgEvent(channel, user, ts, text string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "message", "channel": channel, "user": user, "ts": ts,
+		"event_ts": ts, "text": text, "channel_type": "channel", "team": "T0FAKE"})
+	return b
+}
+
+// callback is an Events API body (and a Socket Mode events_api payload).
+func callback(eventID string, inner json.RawMessage) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"token": "unused", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
+		"type": "event_callback", "event_id": eventID, "event_time": 1700000000, "event": inner})
+	return b
+}
+
+func msgID(channel, ts string) string {
+	return "slack_" + channel + "_" + strings.ReplaceAll(ts, ".", "_")
+}
+
+// countingSink is a Sink that counts and can hold or fail Deliver.
+type countingSink struct {
+	adapters.Sink
+	mu      sync.Mutex
+	events  []adapters.Event
+	entered chan struct{} // gets a value as each Deliver starts, when set
+	hold    chan struct{} // Deliver waits for it to close, when set
+	fail    error
+	failed  chan string // gets the message id of each failed Deliver, when set
+}
+
+func (s *countingSink) Deliver(ctx context.Context, evs ...adapters.Event) error {
+	if s.entered != nil {
+		s.entered <- struct{}{}
+	}
+	if s.hold != nil {
+		select {
+		case <-s.hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	fail := s.fail
+	if fail == nil {
+		s.events = append(s.events, evs...)
+	}
+	s.mu.Unlock()
+	if fail != nil {
+		if s.failed != nil {
+			for _, ev := range evs {
+				if ev.Message != nil {
+					s.failed <- ev.Message.ID
+				}
+			}
+		}
+		return fail
+	}
+	return s.Sink.Deliver(ctx, evs...)
+}
+
+func (s *countingSink) delivered() []adapters.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]adapters.Event(nil), s.events...)
+}
+
+func TestTSOrder(t *testing.T) {
+	for _, c := range []struct {
+		ts, than string
+		want     bool
+	}{
+		{"10.000000", "9.100000", true}, // numbers, not strings
+		{"9.100000", "10.000000", false},
+		{"1700000000.000200", "1700000000.000100", true},
+		{"1700000000.000100", "1700000000.000100", false},
+		{"1700000000.1", "1700000000.000100", true}, // .1 is .100000
+		{"1700000000.000100", "", true},
+		{"", "1700000000.000100", false},
+		{"1700000000.00x100", "1", false},
+		{"-5.0", "1", false},
+		{"+5", "1", false},
+		{"1700000001", "1700000000.999999", true},
+	} {
+		if got := tsAfter(c.ts, c.than); got != c.want {
+			t.Errorf("tsAfter(%q, %q) = %v, want %v", c.ts, c.than, got, c.want)
+		}
+	}
+}
+
+// A live event moves its channel's checkpoint once the channel is caught
+// up, never backwards (an older ts arriving late), and not at all before
+// (the gap after a reconnect is not read yet); the catch-up then saves
+// the newest ts delivered meanwhile.
+func TestHandleCheckpoint(t *testing.T) {
+	w := newInWorld(t, "socket")
+	ctx := context.Background()
+	w.channel("C0CHECK01", "check")
+	// Not caught up (a fresh start): delivered, no checkpoint.
+	if err := w.r.handle(ctx, w.pipe, event{ID: "Ev01", Inner: msgEvent("C0CHECK01", "U0ANN", "1700000005.000100", "five")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0CHECK01"); got != "" {
+		t.Fatalf("checkpoint %q saved before the channel was caught up", got)
+	}
+	if err := w.r.caughtUp(ctx, w.pipe, "C0CHECK01", "1700000004.000100"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0CHECK01"); got != "1700000005.000100" {
+		t.Fatalf("after the catch-up, checkpoint %q, want the newest delivered 1700000005.000100", got)
+	}
+	// Caught up: a newer ts moves it, an older one arriving late does not.
+	if err := w.r.handle(ctx, w.pipe, event{ID: "Ev02", Inner: msgEvent("C0CHECK01", "U0ANN", "1700000007.000100", "seven")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.handle(ctx, w.pipe, event{ID: "Ev03", Inner: msgEvent("C0CHECK01", "U0ANN", "1700000006.000100", "six, late")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0CHECK01"); got != "1700000007.000100" {
+		t.Errorf("checkpoint %q, want 1700000007.000100 (never backwards)", got)
+	}
+	want := []string{msgID("C0CHECK01", "1700000005.000100"), msgID("C0CHECK01", "1700000006.000100"), msgID("C0CHECK01", "1700000007.000100")}
+	if got := w.ids(t); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	// A gap (reconnect): live events stop moving it until the next catch-up.
+	w.r.gap()
+	if err := w.r.handle(ctx, w.pipe, event{ID: "Ev04", Inner: msgEvent("C0CHECK01", "U0ANN", "1700000009.000100", "nine")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0CHECK01"); got != "1700000007.000100" {
+		t.Errorf("checkpoint %q moved during a gap, want 1700000007.000100", got)
+	}
+	// A restart reads the saved position back.
+	r2 := newReceiver(w.a)
+	if err := r2.caughtUp(ctx, w.pipe, "C0CHECK01", "1700000001.000000"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0CHECK01"); got != "1700000007.000100" {
+		t.Errorf("a catch-up with an older ts after a restart moved the checkpoint to %q", got)
+	}
+}
+
+// What normalize decides not to write is not delivered and is a success
+// (the transport acks it); a normalize error is returned (no ack) and
+// nothing is delivered. Keys and Debounce are set as the seam wants.
+func TestHandleOutcomes(t *testing.T) {
+	w := newInWorld(t, "socket")
+	ctx := context.Background()
+	sink := &countingSink{Sink: w.pipe}
+	w.r.normalize = func(context.Context, event) (*adapters.Event, error) { return nil, nil }
+	if err := w.r.handle(ctx, sink, event{ID: "Ev1", Inner: json.RawMessage(`{"type":"file_shared","channel_id":"C1"}`)}); err != nil {
+		t.Errorf("nothing to write: %v", err)
+	}
+	w.r.normalize = func(context.Context, event) (*adapters.Event, error) {
+		return nil, errors.New("slack: users.info: timeout")
+	}
+	if err := w.r.handle(ctx, sink, event{ID: "Ev2", Inner: msgEvent("C0OUT0001", "U1", "1700000001.000100", "x")}); err == nil {
+		t.Error("normalize failed, handle returned nil")
+	}
+	if err := w.r.handle(ctx, sink, event{ID: "Ev3", Inner: json.RawMessage(`not json`)}); err == nil {
+		t.Error("an event that is not JSON, handle returned nil")
+	}
+	if n := len(sink.delivered()); n != 0 {
+		t.Fatalf("%d events delivered, want 0", n)
+	}
+	edit := testutil.Message(schema.Slack, "C0OUT0001_1700000002_000100", time.Unix(1700000002, 0), "edited")
+	edit.Metadata.Extra.Edits = "slack_C0OUT0001_1700000001_000100"
+	plain := testutil.Message(schema.Slack, "C0OUT0001_1700000003_000100", time.Unix(1700000003, 0), "plain")
+	next := []*schema.Message{edit, plain}
+	w.r.normalize = func(context.Context, event) (*adapters.Event, error) {
+		m := next[0]
+		next = next[1:]
+		return &adapters.Event{Message: m, Debounce: true}, nil
+	}
+	for _, id := range []string{"EvEdit", "EvPlain"} {
+		if err := w.r.handle(ctx, sink, event{ID: id, Inner: msgEvent("C0OUT0001", "U1", "1700000002.000100", "x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := sink.delivered()
+	if len(got) != 2 {
+		t.Fatalf("%d delivered, want 2", len(got))
+	}
+	if got[0].Debounce || !got[1].Debounce {
+		t.Errorf("Debounce edit=%v plain=%v, want false and true", got[0].Debounce, got[1].Debounce)
+	}
+	if len(got[0].Keys) != 1 || got[0].Keys[0] != eventKey("EvEdit") {
+		t.Errorf("keys %v, want [%s]", got[0].Keys, eventKey("EvEdit"))
+	}
+}

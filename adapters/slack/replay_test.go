@@ -1,0 +1,245 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/slackfake"
+)
+
+// post stores a message in the fake's history (posted, whether or not an
+// event for it reaches Courier) and returns its event.
+func (w *inWorld) post(channel, ts, thread, text string) json.RawMessage {
+	m := map[string]any{"type": "message", "user": "U0ANN", "ts": ts, "text": text}
+	if thread != "" {
+		m["thread_ts"] = thread
+	}
+	raw, _ := json.Marshal(m)
+	w.fake.AddRawMessage(channel, raw)
+	m["channel"], m["event_ts"], m["channel_type"] = channel, ts, "channel"
+	ev, _ := json.Marshal(m)
+	return ev
+}
+
+// Socket Mode: a first start records where a channel is without reading
+// its past; after a dropped connection, what was posted meanwhile
+// (top-level, replies in a thread seen live, a new thread) is read back
+// and written once, and none twice when its live event also comes.
+func TestReplayAfterGap(t *testing.T) {
+	w := newInWorld(t, "socket")
+	const ch = "C0GAP0001"
+	w.channel(ch, "gap")
+	w.post(ch, "1700002000.000100", "", "before Courier: not backfilled")
+	rs := startSocket(t, w, w.pipe)
+	testutil.WaitFor(t, 10*time.Second, "the first catch-up to record the channel", func() bool {
+		return w.checkpoint(t, ch) == "1700002000.000100"
+	})
+	if ids := w.ids(t); len(ids) != 0 {
+		t.Fatalf("first start backfilled %v", ids)
+	}
+
+	// Live: a message and a reply in its thread.
+	for i, ev := range []json.RawMessage{
+		w.post(ch, "1700002001.000100", "", "live"),
+		w.post(ch, "1700002002.000100", "1700002001.000100", "live reply"),
+	} {
+		waitAck(t, rs, send(t, w.fake, callback(fmt.Sprintf("EvLIVE%d", i), ev)))
+	}
+	if got := w.checkpoint(t, ch); got != "1700002002.000100" {
+		t.Fatalf("checkpoint %q after live events, want 1700002002.000100", got)
+	}
+
+	// The gap: posted, no event reaches Courier, then the connection drops.
+	gap := []json.RawMessage{
+		w.post(ch, "1700002003.000100", "1700002001.000100", "reply in the gap"),
+		w.post(ch, "1700002004.000100", "", "top-level in the gap"),
+		w.post(ch, "1700002005.000100", "1700002004.000100", "a new thread in the gap"),
+	}
+	n := w.fake.Connections()
+	w.fake.Drop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.fake.WaitConnections(ctx, n+1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{msgID(ch, "1700002001.000100"), msgID(ch, "1700002002.000100"), msgID(ch, "1700002003.000100"),
+		msgID(ch, "1700002004.000100"), msgID(ch, "1700002005.000100")}
+	testutil.WaitFor(t, 10*time.Second, "the gap's messages", func() bool { return len(w.ids(t)) >= len(want) })
+	testutil.WaitFor(t, 10*time.Second, "the checkpoint after the catch-up", func() bool {
+		return w.checkpoint(t, ch) == "1700002005.000100"
+	})
+
+	// Slack's late events for the same messages: acked, nothing more.
+	for i, ev := range gap {
+		waitAck(t, rs, send(t, w.fake, callback(fmt.Sprintf("EvGAP%d", i), ev)))
+	}
+	if got := w.ids(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	if m := w.files(t)[msgID(ch, "1700002003.000100")]; m == nil || string(m.ReplyTo) != msgID(ch, "1700002001.000100") {
+		t.Errorf("the reply read back is not in its thread: %+v", m)
+	}
+}
+
+// The Events API's catch-up Source: a pass honours a 429's Retry-After,
+// and a gap larger than one pass's bounds is read over several passes,
+// all of it once, the checkpoint moving only when the whole gap is in.
+func TestReplayBoundsAndRateLimit(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0BOUND01"
+	w.channel(ch, "bounds")
+	w.post(ch, "1700003000.000100", "", "old")
+	ctx := context.Background()
+	p := &replayer{r: w.r, limits: replayLimits{pages: 6, messages: 3, pageSize: 2, retries: 2}}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, ch); got != "1700003000.000100" {
+		t.Fatalf("first pass recorded %q", got)
+	}
+	var want []string
+	for i := 1; i <= 7; i++ {
+		ts := fmt.Sprintf("17000030%02d.000100", i)
+		w.post(ch, ts, "", "gap")
+		want = append(want, msgID(ch, ts))
+	}
+	w.fake.Fail("conversations.history", slackfake.Failure{Status: 429, RetryAfter: 1})
+	before := w.fake.Calls("conversations.history")
+	passes := 0
+	for ; passes < 10; passes++ {
+		err := p.pass(ctx, w.pipe)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPassIncomplete) {
+			t.Fatalf("pass %d: %v", passes, err)
+		}
+		if got := w.checkpoint(t, ch); got != "1700003000.000100" {
+			t.Fatalf("pass %d stopped at its bounds and moved the checkpoint to %q", passes, got)
+		}
+	}
+	if passes < 1 || passes >= 10 {
+		t.Errorf("%d incomplete passes, want a few", passes)
+	}
+	if got := w.ids(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	if got := w.checkpoint(t, ch); got != "1700003007.000100" {
+		t.Errorf("checkpoint %q, want 1700003007.000100", got)
+	}
+	if n := w.fake.Calls("conversations.history") - before; n < 2 {
+		t.Errorf("%d history calls: the 429 was not retried", n)
+	}
+	// The allow-list: a channel outside it is not read.
+	w.channel("C0OTHER01", "other")
+	w.a.allow = map[string]bool{ch: true}
+	before = w.fake.Calls("conversations.history")
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, "C0OTHER01"); got != "" {
+		t.Errorf("a channel outside the allow-list was recorded at %q", got)
+	}
+	if n := w.fake.Calls("conversations.history") - before; n != 1 {
+		t.Errorf("%d history calls, want 1 (the allowed channel)", n)
+	}
+}
+
+// The Events API's catch-up Source refuses to start without the signing
+// secret (the webhook could verify nothing) and with a revoked token;
+// running, its first pass records each channel and says connected.
+func TestReplaySource(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0SOURCE1"
+	w.channel(ch, "source")
+	w.post(ch, "1700004000.000100", "", "old")
+
+	cfg := w.a.cfg
+	cfg.SigningSecret = ""
+	noSecret := newAdapter(Options{Config: cfg})
+	if err := newReplaySource(newReceiver(noSecret)).Start(context.Background()); err == nil || !strings.Contains(err.Error(), "signing_secret") {
+		t.Errorf("Start without signing_secret: %v", err)
+	}
+
+	s := newReplaySource(w.r)
+	if s.Name() != "slack/replay" {
+		t.Errorf("name %q", s.Name())
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, w.pipe) }()
+	testutil.WaitFor(t, 10*time.Second, "the first pass", func() bool { return w.checkpoint(t, ch) == "1700004000.000100" })
+	testutil.WaitFor(t, 10*time.Second, "connected", func() bool { return w.a.health.Health().Status == adapters.StatusConnected })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if ids := w.ids(t); len(ids) != 0 {
+		t.Errorf("first start backfilled %v", ids)
+	}
+
+	w.fake.RevokeTokens()
+	w.a.mu.Lock()
+	w.a.self = nil
+	w.a.mu.Unlock()
+	if err := newReplaySource(w.r).Start(context.Background()); err == nil || !strings.Contains(err.Error(), "token_revoked") {
+		t.Errorf("Start with a revoked token: %v", err)
+	}
+}
+
+// A catch-up pass and live events of the same channel at once, some of
+// them the same messages: every message is one file, none lost, and the
+// checkpoint ends at the newest.
+func TestReplayConcurrentWithLive(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0CONCUR1"
+	w.channel(ch, "concurrent")
+	w.post(ch, "1700005000.000100", "", "old")
+	ctx := context.Background()
+	p := &replayer{r: w.r, limits: defaultReplayLimits}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var live []json.RawMessage
+	for i := 1; i <= 60; i++ {
+		ts := fmt.Sprintf("1700005%03d.000100", i)
+		ev := w.post(ch, ts, "", fmt.Sprintf("message %d", i))
+		want = append(want, msgID(ch, ts))
+		if i > 20 { // the last 40 also come live, in the gap's pass
+			live = append(live, ev)
+		}
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- p.pass(ctx, w.pipe) }()
+	go func() {
+		for i, ev := range live {
+			if err := w.r.handleOnce(ctx, w.pipe, event{ID: fmt.Sprintf("EvCC%d", i), Inner: ev}); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.ids(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%d files, want %d: %v", len(got), len(want), got)
+	}
+	if got := w.checkpoint(t, ch); got != "1700005060.000100" {
+		t.Errorf("checkpoint %q, want 1700005060.000100", got)
+	}
+}

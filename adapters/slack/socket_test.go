@@ -1,0 +1,385 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/slackfake"
+)
+
+// runningSocket is a socket Source running against the fake.
+type runningSocket struct {
+	s     *socketSource
+	done  chan error
+	acks  chan string // every envelope acked after handling
+	close func()
+}
+
+// startSocket starts the Source with short timers (the fake pings every
+// 20 ms; a connection silent for 200 ms is dead) and stops it when the
+// test ends.
+func startSocket(t *testing.T, w *inWorld, sink adapters.Sink) *runningSocket {
+	t.Helper()
+	s := newSocketSource(w.r)
+	s.pingInterval = 200 * time.Millisecond
+	s.gate = &reconnectGate{min: 5 * time.Millisecond, max: 50 * time.Millisecond, stable: time.Minute}
+	rs := &runningSocket{s: s, done: make(chan error, 1), acks: make(chan string, 100)}
+	s.onAck = func(id string) { rs.acks <- id }
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { rs.done <- s.Run(ctx, sink) }()
+	var once sync.Once
+	rs.close = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-rs.done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return after its context ended")
+			}
+		})
+	}
+	t.Cleanup(rs.close)
+	return rs
+}
+
+// waitAcked waits for the fake to receive the envelope's ack.
+func waitAcked(t *testing.T, fake *slackfake.Server, env string) {
+	t.Helper()
+	select {
+	case <-fake.Acked(env):
+	case <-time.After(10 * time.Second):
+		t.Fatalf("envelope %s not acked; unacked %v", env, fake.Unacked())
+	}
+}
+
+func waitAck(t *testing.T, rs *runningSocket, env string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case id := <-rs.acks:
+			if id == env {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no ack of %s", env)
+		}
+	}
+}
+
+func send(t *testing.T, fake *slackfake.Server, payload json.RawMessage) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env, err := fake.SendEvent(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// The ack comes only once the file is durable: while the store is held
+// the envelope stays unacked; when the fake sees the ack, the file is on
+// disk.
+func TestSocketAckAfterDurable(t *testing.T) {
+	w := newInWorld(t, "socket")
+	sink := &countingSink{Sink: w.pipe, entered: make(chan struct{}, 1), hold: make(chan struct{})}
+	startSocket(t, w, sink)
+	env := send(t, w.fake, callback("EvACK1", msgEvent("C0ACK0001", "U0ANN", "1700001000.000100", "durable first")))
+	<-sink.entered
+	if un := w.fake.Unacked(); len(un) != 1 || un[0] != env {
+		t.Fatalf("while storing: unacked %v, want [%s]", un, env)
+	}
+	close(sink.hold)
+	waitAcked(t, w.fake, env)
+	if !w.hasFile(t, msgID("C0ACK0001", "1700001000.000100")) {
+		t.Fatal("acked before the file was on disk")
+	}
+}
+
+// An event that cannot be stored is not acked; Slack's redelivery stores
+// it once.
+func TestSocketNotStoredNotAcked(t *testing.T) {
+	w := newInWorld(t, "socket")
+	w.channel("C0FAIL001", "fail")
+	sink := &countingSink{Sink: w.pipe, fail: fmt.Errorf("ingest: disk full"), failed: make(chan string, 10)}
+	startSocket(t, w, sink)
+	env := send(t, w.fake, callback("EvFAIL1", msgEvent("C0FAIL001", "U0ANN", "1700001100.000100", "later")))
+	if id := <-sink.failed; id != msgID("C0FAIL001", "1700001100.000100") {
+		t.Fatalf("failed delivery of %s", id)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the failure on /health", func() bool {
+		return strings.Contains(w.a.health.Health().LastError, "disk full")
+	})
+	if un := w.fake.Unacked(); len(un) != 1 || un[0] != env {
+		t.Fatalf("unacked %v, want [%s]", un, env)
+	}
+	sink.mu.Lock()
+	sink.fail = nil
+	sink.mu.Unlock()
+	if err := w.fake.Redeliver(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	waitAcked(t, w.fake, env)
+	if ids := w.ids(t); len(ids) != 1 || ids[0] != msgID("C0FAIL001", "1700001100.000100") {
+		t.Errorf("files %v", ids)
+	}
+	testutil.WaitFor(t, 10*time.Second, "health back to connected", func() bool {
+		h := w.a.health.Health()
+		return h.Status == adapters.StatusConnected && strings.Contains(h.LastError, "disk full")
+	})
+}
+
+// A redelivered envelope (retry_attempt 1, same event_id) is acked and
+// writes nothing twice.
+func TestSocketRedelivery(t *testing.T) {
+	w := newInWorld(t, "socket")
+	sink := &countingSink{Sink: w.pipe}
+	rs := startSocket(t, w, sink)
+	env := send(t, w.fake, callback("EvDUP1", msgEvent("C0DUP0001", "U0ANN", "1700001200.000100", "once")))
+	waitAck(t, rs, env)
+	for range 2 {
+		if err := w.fake.Redeliver(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+		waitAck(t, rs, env)
+	}
+	if n := len(sink.delivered()); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
+	if ids := w.ids(t); len(ids) != 1 {
+		t.Errorf("files %v, want one", ids)
+	}
+}
+
+// disconnect (each reason), a dropped connection and a silent one all
+// reconnect, and the events sent after arrive.
+func TestSocketReconnect(t *testing.T) {
+	w := newInWorld(t, "socket")
+	w.channel("C0RECON01", "reconnect")
+	startSocket(t, w, w.pipe)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		cut   func()
+		after func()
+	}{
+		{"refresh_requested", func() { w.fake.Disconnect("refresh_requested") }, nil},
+		{"warning", func() { w.fake.Disconnect("warning") }, nil},
+		{"link_disabled", func() { w.fake.Disconnect("link_disabled") }, nil},
+		{"drop", w.fake.Drop, nil},
+		{"silence", func() { w.fake.SilencePings(true) }, func() { w.fake.SilencePings(false) }},
+	}
+	for i, c := range cases {
+		n := w.fake.Connections()
+		c.cut()
+		if err := w.fake.WaitConnections(ctx, n+1); err != nil {
+			t.Fatalf("%s: no reconnect: %v", c.name, err)
+		}
+		if c.after != nil {
+			c.after()
+		}
+		ts := fmt.Sprintf("17000013%02d.000100", i)
+		env := send(t, w.fake, callback("EvRC"+c.name, msgEvent("C0RECON01", "U0ANN", ts, "after "+c.name)))
+		waitAcked(t, w.fake, env)
+		if !w.hasFile(t, msgID("C0RECON01", ts)) {
+			t.Errorf("%s: the event sent after the reconnect has no file", c.name)
+		}
+	}
+	if h := w.a.health.Health(); h.Status != adapters.StatusConnected {
+		t.Errorf("health %+v, want connected", h)
+	}
+}
+
+// A refused token stops the Source with the reason on /health, and no
+// new connection is tried: neither slack-go's own fatal codes
+// (token_revoked) nor those it would retry forever (not_allowed_token_type).
+func TestSocketFatalAuth(t *testing.T) {
+	t.Run("token_revoked", func(t *testing.T) {
+		w := newInWorld(t, "socket")
+		rs := startSocket(t, w, w.pipe)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := w.fake.WaitConnections(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		w.fake.RevokeTokens()
+		w.fake.Disconnect("link_disabled")
+		testutil.WaitFor(t, 10*time.Second, "the Source to stop", func() bool { return rs.s.stopped() != nil })
+		h := w.a.health.Health()
+		if h.Status != adapters.StatusError || !strings.Contains(h.LastError, "token_revoked") {
+			t.Errorf("health %+v, want an error naming token_revoked", h)
+		}
+		if n := w.fake.Calls("apps.connections.open"); n != 2 {
+			t.Errorf("%d apps.connections.open calls, want 2 (the first, the refused one)", n)
+		}
+		// The service restarts a Run that returned; a stopped Source's
+		// Run waits instead of connecting again.
+		rs.close()
+		r2 := make(chan error, 1)
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		go func() { r2 <- rs.s.Run(ctx2, w.pipe) }()
+		cancel2()
+		if err := <-r2; err != nil {
+			t.Errorf("Run after the stop: %v", err)
+		}
+		if n := w.fake.Calls("apps.connections.open"); n != 2 {
+			t.Errorf("%d apps.connections.open calls after a new Run, want still 2", n)
+		}
+	})
+	t.Run("not_allowed_token_type", func(t *testing.T) {
+		w := newInWorld(t, "socket")
+		w.fake.Fail("apps.connections.open", slackfake.Failure{Error: "not_allowed_token_type", Times: 1000})
+		rs := startSocket(t, w, w.pipe)
+		testutil.WaitFor(t, 10*time.Second, "the Source to stop", func() bool { return rs.s.stopped() != nil })
+		h := w.a.health.Health()
+		if h.Status != adapters.StatusError || !strings.Contains(h.LastError, "not_allowed_token_type") {
+			t.Errorf("health %+v, want an error naming not_allowed_token_type", h)
+		}
+		if n := w.fake.Calls("apps.connections.open"); n > 2 {
+			t.Errorf("%d apps.connections.open calls: retried a refused token", n)
+		}
+		if n := w.fake.Connections(); n != 0 {
+			t.Errorf("%d connections", n)
+		}
+	})
+	t.Run("start", func(t *testing.T) {
+		w := newInWorld(t, "socket")
+		w.fake.RevokeTokens()
+		err := newSocketSource(w.r).Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "token_revoked") {
+			t.Errorf("Start with a revoked token: %v", err)
+		}
+		for _, secret := range []string{w.fake.Options().BotToken, w.fake.Options().AppToken} {
+			if strings.Contains(w.a.health.Health().LastError, secret) {
+				t.Error("health quotes a token")
+			}
+		}
+	})
+}
+
+// Slash commands and interactive payloads are acked at once and write
+// nothing; every corpus envelope and Events API payload sent over the
+// socket ends as its file, acked only once the file is there.
+func TestSocketCorpus(t *testing.T) {
+	corpus := filepath.Join(testutil.CorpusDir(t), "chat", "slack")
+	w := newInWorld(t, "socket")
+	startSocket(t, w, w.pipe)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var payloads []struct {
+		name, typ string
+		payload   json.RawMessage
+	}
+	frames, _ := filepath.Glob(filepath.Join(corpus, "socket-mode", "*.json"))
+	bodies, _ := filepath.Glob(filepath.Join(corpus, "events-api", "*.json"))
+	if len(frames) == 0 || len(bodies) == 0 {
+		t.Fatal("no corpus frames")
+	}
+	for _, p := range frames {
+		var f struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || json.Unmarshal(data, &f) != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if f.Type == "hello" || f.Type == "disconnect" || len(f.Payload) == 0 {
+			continue // the fake's own frames
+		}
+		payloads = append(payloads, struct {
+			name, typ string
+			payload   json.RawMessage
+		}{filepath.Base(p), f.Type, f.Payload})
+	}
+	for _, p := range bodies {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), `"url_verification"`) {
+			continue // Events API over HTTP only
+		}
+		payloads = append(payloads, struct {
+			name, typ string
+			payload   json.RawMessage
+		}{filepath.Base(p), "events_api", data})
+	}
+	payloads = append(payloads, struct {
+		name, typ string
+		payload   json.RawMessage
+	}{"interactive", "interactive", json.RawMessage(`{"type":"block_actions","user":{"id":"U0ANN"},"actions":[]}`)})
+
+	want := map[string]bool{}
+	for i, p := range payloads {
+		payload := p.payload
+		var env envelope
+		if p.typ == "events_api" {
+			// One event id per sample (the corpus reuses "Ev111").
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(payload, &obj); err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+			obj["event_id"], _ = json.Marshal(fmt.Sprintf("EvSOCK%02d", i))
+			payload, _ = json.Marshal(obj)
+			json.Unmarshal(payload, &env)
+		}
+		id, err := w.fake.SendEnvelope(ctx, p.typ, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out *adapters.Event
+		var nerr error
+		if p.typ == "events_api" && env.Type == "event_callback" {
+			out, nerr = w.a.normalize(ctx, event{ID: env.EventID, Inner: env.Event})
+		}
+		if nerr != nil {
+			// normalize fails on it (a file it cannot fetch here): not
+			// acked, and Slack would redeliver.
+			testutil.WaitFor(t, 10*time.Second, p.name+"'s failure on /health", func() bool {
+				return strings.Contains(w.a.health.Health().LastError, env.EventID)
+			})
+			if !strings.Contains(strings.Join(w.fake.Unacked(), " "), id) {
+				t.Errorf("%s: acked though it could not be stored", p.name)
+			}
+			continue
+		}
+		waitAcked(t, w.fake, id)
+		if out != nil && out.Message != nil && !out.Self {
+			want[out.Message.ID] = true
+			if !w.hasFile(t, out.Message.ID) {
+				t.Errorf("%s: acked, and no file for %s", p.name, out.Message.ID)
+			}
+		}
+	}
+	files := w.files(t)
+	if len(files) != len(want) || len(want) < 5 {
+		t.Errorf("%d files, want %d: %v", len(files), len(want), w.ids(t))
+	}
+	for id := range files {
+		if !want[id] {
+			t.Errorf("unexpected file %s", id)
+		}
+	}
+}
