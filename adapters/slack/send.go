@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/slack/internal/mrkdwn"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
@@ -196,10 +197,9 @@ func draftText(d *schema.Draft) (string, bool, error) {
 	return toMrkdwn(d.Markdown()), true, nil
 }
 
-// toMrkdwn converts a draft's Markdown to Slack mrkdwn.
-func toMrkdwn(md string) string {
-	return slackutilsx.EscapeMessage(md)
-}
+// toMrkdwn converts a draft's Markdown to Slack mrkdwn (escaping what
+// Slack reads as markup).
+func toMrkdwn(md string) string { return mrkdwn.FromMarkdown(md) }
 
 // plan cuts a draft into its steps: the posts of its text, then the shares
 // of its files.
