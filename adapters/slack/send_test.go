@@ -21,6 +21,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/outbound"
@@ -581,21 +582,7 @@ func (o *observer) Failed(schema.Provider, bool) {
 // shared, and filed in archive/ with the first post's ts and its inbound
 // id; every part once.
 func TestEngineDeliversToSlack(t *testing.T) {
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mb.Close() })
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dz.Close() })
-	r := newRigIn(t, config.Limits{}, dz)
+	mb, r := newMailboxRig(t)
 	d := draft(general, strings.Repeat("lorem ipsum ", 500)+"\n") // two posts
 	d.Artifacts = []schema.DraftArtifact{{ID: r.put(t, []byte("a,b\n1,2\n")), Name: "t.csv"}}
 	if err := (Resolver{}).Resolve(d, nil, adapters.ResolveOptions{}, nil); err != nil {
@@ -606,12 +593,7 @@ func TestEngineDeliversToSlack(t *testing.T) {
 	}
 	r.failNth("chat.postMessage", 2, slackfake.Failure{Status: 503})
 	obs := &observer{sent: make(chan schema.Provider, 1)}
-	eng := outbound.New(mb, &outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Slack: r.send},
-		Dropzone: dz, BackoffBase: 10 * time.Millisecond, Observer: obs})
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Stop(ctx) })
+	startEngine(t, mb, r, obs)
 	select {
 	case <-obs.sent:
 	case <-time.After(30 * time.Second):
@@ -669,5 +651,89 @@ func TestSendDamagedArtifact(t *testing.T) {
 	}
 	if len(r.fake.Uploads()) != 0 || len(r.fake.Posts()) != 0 {
 		t.Errorf("%d shares and %d posts of a draft with a damaged file", len(r.fake.Uploads()), len(r.fake.Posts()))
+	}
+}
+
+// newMailboxRig is a temp mailbox and the Sender against a fake Slack,
+// reading the mailbox's dropzone.
+func newMailboxRig(t *testing.T) (*mailbox.Mailbox, *rig) {
+	t.Helper()
+	root := t.TempDir()
+	if err := mailbox.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := mailbox.Open(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mb.Close() })
+	dz, err := dropzone.Open(mb.Dropzone(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dz.Close() })
+	return mb, newRigIn(t, config.Limits{}, dz)
+}
+
+func startEngine(t *testing.T, mb *mailbox.Mailbox, r *rig, obs outbound.Observer) {
+	t.Helper()
+	eng := outbound.New(mb, &outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Slack: r.send},
+		Dropzone: r.dz, BackoffBase: 10 * time.Millisecond, Observer: obs})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Stop(ctx) })
+}
+
+// What a crash does to a Slack draft, the engine's contract with this
+// Sender: a crash once the post is recorded (the engine's MarkAccepted)
+// files the draft at the next start without posting it again; a crash
+// between the post and that record posts it once more, the one duplicate
+// the commit gate allows, and files the second post.
+func TestEngineCrashAfterPost(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recorded=%v", recorded), func(t *testing.T) {
+			mb, r := newMailboxRig(t)
+			d := draft(general, "hello\n")
+			if _, err := mb.Queue(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			// The engine that dies: it claimed the draft and the Sender
+			// posted it; then it recorded the receipt, or did not.
+			if _, ok, err := mb.ClaimDelivery(ctx, d.ID, "dead-process", time.Now(), time.Hour); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			rc, err := r.send.Send(ctx, &adapters.Attempt{Draft: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recorded {
+				if err := mb.MarkAccepted(ctx, d.ID, mailbox.Receipt{ProviderMessageID: rc.ProviderMessageID, Channel: rc.Channel,
+					InboundID: rc.InboundID, Recipients: rc.Recipients, At: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startEngine(t, mb, r, nil)
+			testutil.WaitFor(t, 30*time.Second, "the draft filed in archive/", func() bool {
+				e, err := mb.Get(ctx, d.ID)
+				return err == nil && e.Status == mailbox.StatusSent
+			})
+			posts := r.fake.Posts()
+			want := 1
+			if !recorded {
+				want = 2
+			}
+			if len(posts) != want {
+				t.Fatalf("%d posts, want %d", len(posts), want)
+			}
+			got, _, err := mb.Draft(ctx, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := posts[len(posts)-1].TS
+			if got.Delivery.ProviderMessageID != last || got.InboundID != threading.SlackID(general, last) {
+				t.Errorf("filed with %s (%s), want the post %s", got.Delivery.ProviderMessageID, got.InboundID, last)
+			}
+		})
 	}
 }
