@@ -267,8 +267,11 @@ type Log struct {
 
 // Debounce configures IM message merging.
 type Debounce struct {
+	// WindowMS is how long a group waits for the next message; an
+	// explicit 0 turns debounce off (left out, it is 5000).
 	WindowMS  int `yaml:"window_ms"`
 	MaxWaitMS int `yaml:"max_wait_ms"`
+	off       bool
 }
 
 // minTextBytes is the smallest max_text_bytes: a file keeps at least the
@@ -487,7 +490,7 @@ func (c *Config) applyDefaults() {
 	if cc.Log.Level == "" {
 		cc.Log.Level = "info"
 	}
-	if cc.Debounce.WindowMS == 0 {
+	if cc.Debounce.WindowMS == 0 && !cc.Debounce.off {
 		cc.Debounce.WindowMS = 5000
 	}
 	if cc.Debounce.MaxWaitMS == 0 {
@@ -678,6 +681,7 @@ func parse(data []byte, dir string, secrets bool) (*Config, error) {
 	if err := schema.DecodeNode(root, c); err != nil {
 		return nil, err
 	}
+	c.Courier.Debounce.off = c.Courier.Debounce.WindowMS == 0 && hasKey(root, "courier", "debounce", "window_ms")
 	lines := lineFinder(root)
 	if errs := c.resolve(dir, lines, secrets); len(errs) > 0 {
 		return nil, errs
@@ -842,6 +846,31 @@ func resolveTag(v string) string {
 }
 
 // lineFinder returns a function giving the line of a dotted path.
+// hasKey reports whether the document root has the key at path, whatever
+// its value.
+func hasKey(root *yaml.Node, path ...string) bool {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, k := range path {
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return true
+}
+
 func lineFinder(root *yaml.Node) func(path string) int {
 	lines := map[string]int{}
 	var walk func(n *yaml.Node, path string)

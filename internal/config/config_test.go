@@ -243,3 +243,24 @@ func TestLoadWithoutSecrets(t *testing.T) {
 		t.Error("loading with secrets must fail on the unset variables and unreadable files")
 	}
 }
+
+// debounce: {window_ms: 0} turns debounce off; left out, it is 5 s.
+func TestDebounceOff(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"courier:\n  debounce: {window_ms: 0}\n", 0},
+		{"courier:\n  debounce: {max_wait_ms: 1000}\n", 5000},
+		{"courier:\n  root: .\n", 5000},
+		{"courier:\n  debounce: {window_ms: 250}\n", 250},
+	} {
+		c, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := c.Courier.Debounce.WindowMS; got != tc.want {
+			t.Errorf("%q: window_ms %d, want %d", tc.yaml, got, tc.want)
+		}
+	}
+}
