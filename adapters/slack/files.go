@@ -217,7 +217,7 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 		}
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
-	if !isHTMLType(f.Mimetype) {
+	if !htmlExpected(f) {
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		head, _ := br.Peek(512)
 		if ct == "text/html" || looksHTML(head) {
@@ -270,15 +270,27 @@ func redirectHost(resp *http.Response) string {
 	return hostOf(loc)
 }
 
-func isHTMLType(m string) bool {
-	t, _, _ := mime.ParseMediaType(m)
-	return t == "text/html" || t == "application/xhtml+xml"
+// htmlExpected reports whether the file itself may be HTML: by its
+// mimetype, or by its type or name (Slack labels an uploaded file.htm
+// text/plain), so that a page someone shared is stored, not taken for a
+// sign-in page.
+func htmlExpected(f file) bool {
+	t, _, _ := mime.ParseMediaType(f.Mimetype)
+	if t == "text/html" || t == "application/xhtml+xml" {
+		return true
+	}
+	switch strings.ToLower(f.Filetype) {
+	case "html", "htm", "xhtml":
+		return true
+	}
+	n := strings.ToLower(f.Name)
+	return strings.HasSuffix(n, ".html") || strings.HasSuffix(n, ".htm") || strings.HasSuffix(n, ".xhtml")
 }
 
 // looksHTML reports whether head starts like an HTML document.
 func looksHTML(head []byte) bool {
 	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
-	for _, p := range []string{"<!doctype html", "<html", "<head", "<!--"} {
+	for _, p := range []string{"<!doctype html", "<html"} {
 		if len(head) >= len(p) && strings.EqualFold(string(head[:len(p)]), p) {
 			return true
 		}

@@ -285,6 +285,29 @@ func TestFileHTMLPage(t *testing.T) {
 	}
 }
 
+// TestFileSharedPage: an HTML file someone shared (Slack labels a
+// file.htm text/plain) is stored: only a page where the file was expected
+// is taken for Slack's sign-in page.
+func TestFileSharedPage(t *testing.T) {
+	s := workspace(t)
+	a := newTestAdapter(t, s, nil)
+	page := []byte("<!DOCTYPE html>\n<html><meta charset='utf-8'><p>notes</p></html>\n")
+	f := s.AddFile(slackapi.File{ID: "F0PAGE0001", Name: "file.htm", Mimetype: "text/plain"}, page)
+	inner, _ := json.Marshal(map[string]any{"type": "message", "subtype": "file_share", "channel": "C0GEN0001", "user": "U0ANN0001",
+		"text": "my notes", "ts": "1700007350.000001", "files": []map[string]any{{"id": f.ID, "name": "file.htm", "mimetype": "text/plain",
+			"filetype": "text", "url_private_download": f.URLPrivateDownload}}})
+	ev, err := a.normalize(context.Background(), event{ID: "EvP", Inner: inner})
+	if err != nil || ev == nil {
+		t.Fatal(ev, err)
+	}
+	if len(ev.Message.Artifacts) != 1 || ev.Message.Artifacts[0].Size != int64(len(page)) {
+		t.Errorf("the shared page was not stored: %+v %v", ev.Message.Artifacts, ev.Message.Metadata.Extra.Other)
+	}
+	if h := a.health.Health(); h.LastError != "" {
+		t.Errorf("health %+v", h)
+	}
+}
+
 // TestFileFailures: what may pass (5xx, 429, a cut connection) fails the
 // event so that Slack sends it again; what will not (404, too large)
 // writes the message without the file.
