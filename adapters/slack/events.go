@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"regexp"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,8 @@ const maxWebhookBody = 1 << 20
 // 503 before that says "not stored" plainly, where a 200 after the fact
 // could not be trusted and a late one would be a retry anyway.
 const webhookTimeout = 2500 * time.Millisecond
+
+var challengeRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
 // envelope is an Events API request body (and a Socket Mode events_api
 // payload, which is the same object).
@@ -80,6 +83,12 @@ func (r *receiver) webhook(sink adapters.Sink) http.Handler {
 		}
 		switch env.Type {
 		case "url_verification":
+			// The one thing echoed, as the protocol wants; Slack's
+			// challenges are short and alphanumeric.
+			if !challengeRE.MatchString(env.Challenge) {
+				http.Error(w, "slack: url_verification without a valid challenge", http.StatusBadRequest)
+				return
+			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(struct {
 				Challenge string `json:"challenge"`
@@ -96,6 +105,10 @@ func (r *receiver) webhook(sink adapters.Sink) http.Handler {
 				// durable if this attempt finishes after all.
 				r.a.log.Warn("slack: event not stored; Slack will retry", "event_id", env.EventID, "err", err)
 				r.a.health.Error(err)
+				select {
+				case r.failed <- struct{}{}:
+				default:
+				}
 				http.Error(w, "slack: event not stored", http.StatusServiceUnavailable)
 				return
 			}

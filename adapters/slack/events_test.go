@@ -123,6 +123,10 @@ func TestWebhookRequests(t *testing.T) {
 	if code, _ := post(t, h, http.MethodPost, http.Header{}, uv); code != http.StatusUnauthorized {
 		t.Errorf("unsigned url_verification: status %d, want 401", code)
 	}
+	html := []byte(`{"type":"url_verification","challenge":"<script>alert(1)</script>"}`)
+	if code, resp := post(t, h, http.MethodPost, sign(inSecret, now, html), html); code != http.StatusBadRequest || strings.Contains(resp, "script") {
+		t.Errorf("a challenge that is not Slack's: %d %q, want 400 without it", code, resp)
+	}
 
 	for _, b := range [][]byte{
 		[]byte(`{"type":"app_rate_limited","team_id":"T0FAKE","minute_rate_limited":1518467820,"api_app_id":"A0FAKE"}`),
@@ -207,6 +211,7 @@ func TestWebhookNotStoredInTime(t *testing.T) {
 		t.Errorf("health %+v, want an error", h)
 	}
 	close(sink.hold)
+	w.r.timeout = 0 // Slack's deadline again
 	if code, _ := post(t, h, http.MethodPost, sign(inSecret, time.Now(), body), body); code != http.StatusOK {
 		t.Fatalf("retry: status %d, want 200", code)
 	}
@@ -214,7 +219,6 @@ func TestWebhookNotStoredInTime(t *testing.T) {
 		t.Errorf("retry: no file")
 	}
 	// Sink failures are 503 too.
-	w.r.timeout = 0
 	sink.fail = fmt.Errorf("ingest: disk full")
 	body2 := callback("EvSLOW2", msgEvent("C0SLOW001", "U0ANN", "1700000501.000100", "disk full"))
 	if code, resp := post(t, h, http.MethodPost, sign(inSecret, time.Now(), body2), body2); code != http.StatusServiceUnavailable || strings.Contains(resp, "disk full") {

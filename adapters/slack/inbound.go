@@ -54,6 +54,9 @@ type receiver struct {
 	flights  map[string]*inflight // event ids being handled, by webhook requests
 	// refusedLog paces the log of refused webhook requests.
 	refusedLog rateLog
+	// failed gets a value (without blocking) when the webhook could not
+	// store an event: a possible gap for the catch-up to read.
+	failed chan struct{}
 }
 
 // channelState is one channel's position. Its mutex is held while an
@@ -87,7 +90,7 @@ type channelState struct {
 }
 
 func newReceiver(a *Adapter) *receiver {
-	return &receiver{a: a, normalize: a.normalize, chans: map[string]*channelState{}}
+	return &receiver{a: a, normalize: a.normalize, chans: map[string]*channelState{}, failed: make(chan struct{}, 1)}
 }
 
 // checkpointKey is where a channel's position is saved.

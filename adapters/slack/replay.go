@@ -364,17 +364,21 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// replaySource is the catch-up as a Source of its own, for the Events API:
-// a pass at start and then every interval, which also covers the events
-// Slack stopped retrying (it gives up after three tries over about an
-// hour, or when it disabled the subscription after many failures).
+// replaySource is the catch-up as a Source of its own, for the Events API,
+// whose gaps have no connection to mark them: a pass at start (what was
+// posted while Courier was down), one soon after the webhook could not
+// store an event (Slack retries three times within about five minutes,
+// then gives up on it), and one every interval as a safety net.
 type replaySource struct {
 	p        *replayer
 	interval time.Duration
+	// afterFailure is how long after a webhook failure the pass runs,
+	// giving Slack's own retries their chance first.
+	afterFailure time.Duration
 }
 
 func newReplaySource(r *receiver) *replaySource {
-	return &replaySource{p: &replayer{r: r, limits: defaultReplayLimits}, interval: 15 * time.Minute}
+	return &replaySource{p: &replayer{r: r, limits: defaultReplayLimits}, interval: time.Hour, afterFailure: time.Minute}
 }
 
 func (s *replaySource) Name() string { return "slack/replay" }
@@ -392,8 +396,8 @@ func (s *replaySource) Start(ctx context.Context) error {
 // Error records on /health an error Run returned.
 func (s *replaySource) Error(err error) { s.p.r.a.health.Error(err) }
 
-// Run makes a pass at once and every interval, and again soon after a
-// pass that stopped at its bounds.
+// Run makes a pass at once, every interval, after a webhook failure, and
+// again soon after a pass that stopped at its bounds.
 func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error {
 	for {
 		err := s.p.pass(ctx, sink)
@@ -420,6 +424,14 @@ func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error {
 			t.Stop()
 			return nil
 		case <-t.C:
+		case <-s.p.r.failed:
+			t.Reset(s.afterFailure)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
 		}
 	}
 }

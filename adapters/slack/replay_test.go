@@ -169,6 +169,7 @@ func TestReplaySource(t *testing.T) {
 	}
 
 	s := newReplaySource(w.r)
+	s.afterFailure = time.Millisecond
 	if s.Name() != "slack/replay" {
 		t.Errorf("name %q", s.Name())
 	}
@@ -180,12 +181,20 @@ func TestReplaySource(t *testing.T) {
 	go func() { done <- s.Run(ctx, w.pipe) }()
 	testutil.WaitFor(t, 10*time.Second, "the first pass", func() bool { return w.checkpoint(t, ch) == "1700004000.000100" })
 	testutil.WaitFor(t, 10*time.Second, "connected", func() bool { return w.a.health.Health().Status == adapters.StatusConnected })
+	if ids := w.ids(t); len(ids) != 0 {
+		t.Errorf("first start backfilled %v", ids)
+	}
+	// A webhook failure is a possible gap: a pass soon after reads it.
+	w.post(ch, "1700004001.000100", "", "Slack gave up on its event")
+	failing := &countingSink{Sink: w.pipe, fail: errors.New("ingest: disk full")}
+	body := callback("EvGIVEUP", msgEvent(ch, "U0ANN", "1700004002.000100", "failed here"))
+	if code, _ := post(t, w.r.webhook(failing), "POST", sign(inSecret, time.Now(), body), body); code != 503 {
+		t.Fatalf("status %d, want 503", code)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the pass after the failure", func() bool { return w.hasFile(t, msgID(ch, "1700004001.000100")) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
-	}
-	if ids := w.ids(t); len(ids) != 0 {
-		t.Errorf("first start backfilled %v", ids)
 	}
 
 	w.fake.RevokeTokens()

@@ -134,13 +134,13 @@ func (s *socketSource) Stop(context.Context) error { return nil }
 // stop records a fatal refusal: the Source stays stopped (until the
 // service restarts with other credentials) and /health says why.
 func (s *socketSource) stop(err error) {
+	s.r.a.health.Error(fmt.Errorf("slack: socket mode stopped: %w", err))
+	s.r.a.log.Error("slack: socket mode stopped: Slack refused the credentials", "err", err)
 	s.mu.Lock()
 	if s.fatal == nil {
 		s.fatal = err
 	}
 	s.mu.Unlock()
-	s.r.a.health.Error(fmt.Errorf("slack: socket mode stopped: %w", err))
-	s.r.a.log.Error("slack: socket mode stopped: Slack refused the credentials", "err", err)
 }
 
 func (s *socketSource) stopped() error {
@@ -341,17 +341,7 @@ type reconnectGate struct {
 
 func (g *reconnectGate) wait(ctx context.Context) error {
 	g.mu.Lock()
-	var d time.Duration
-	if !g.last.IsZero() && time.Since(g.last) < g.stable {
-		d = g.min << min(g.attempt, 30)
-		if d <= 0 || d > g.max {
-			d = g.max
-		}
-		d = d/2 + rand.N(d/2+1)
-		g.attempt++
-	} else {
-		g.attempt = 0
-	}
+	d := g.delay(time.Now())
 	g.mu.Unlock()
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -366,6 +356,20 @@ func (g *reconnectGate) wait(ctx context.Context) error {
 	g.last = time.Now()
 	g.mu.Unlock()
 	return nil
+}
+
+// delay is how long an open at now waits. g.mu must be held.
+func (g *reconnectGate) delay(now time.Time) time.Duration {
+	if g.last.IsZero() || now.Sub(g.last) >= g.stable {
+		g.attempt = 0
+		return 0
+	}
+	d := g.min << min(g.attempt, 30)
+	if d <= 0 || d > g.max {
+		d = g.max
+	}
+	g.attempt++
+	return d/2 + rand.N(d/2+1)
 }
 
 // gatedClient is the socketmode client's HTTP client: its

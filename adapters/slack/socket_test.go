@@ -383,3 +383,32 @@ func TestSocketCorpus(t *testing.T) {
 		}
 	}
 }
+
+// The reconnect gate: the first open and one after a connection that
+// lasted go at once; opens in quick succession wait a doubling delay,
+// jittered within its upper half, capped.
+func TestReconnectGate(t *testing.T) {
+	g := &reconnectGate{min: time.Second, max: 8 * time.Second, stable: time.Minute}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if d := g.delay(now); d != 0 {
+		t.Fatalf("first open waits %v", d)
+	}
+	g.last = now
+	for i, top := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second} {
+		now = now.Add(time.Second)
+		d := g.delay(now)
+		if d < top/2 || d > top {
+			t.Errorf("open %d soon after the last waits %v, want within [%v, %v]", i+2, d, top/2, top)
+		}
+		g.last = now.Add(d)
+		now = g.last
+	}
+	now = now.Add(2 * time.Minute)
+	if d := g.delay(now); d != 0 {
+		t.Errorf("an open after a connection that lasted waits %v", d)
+	}
+	g.last = now
+	if d := g.delay(now.Add(time.Second)); d < 500*time.Millisecond || d > time.Second {
+		t.Errorf("after the reset the delay starts again at min: %v", d)
+	}
+}
