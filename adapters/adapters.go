@@ -41,6 +41,13 @@ type Event struct {
 	// stranger cannot steer an agent's task by replying to it. Chat
 	// providers leave it false: the platform authenticates their senders.
 	UnverifiedSender bool
+	// ThreadCorrelation marks a message that answers its thread as a
+	// whole (chat threads: a Slack or Lark reply names the thread, not the
+	// message it answers). When neither its parent nor its root carries a
+	// correlation id, it inherits the one of the latest message or draft
+	// of its session and thread that does: a person answering in a thread
+	// where the agent posted for a task stays with that task.
+	ThreadCorrelation bool
 }
 
 // Checkpoint is a Source's position, stored under a key of its own (for

@@ -717,7 +717,34 @@ func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Ev
 			break
 		}
 	}
+	if m.CorrelationID == "" && ev.ThreadCorrelation && !ev.UnverifiedSender && m.Session.ThreadKey != "" {
+		c, err := p.threadCorrelation(ctx, m, local)
+		if err != nil {
+			return err
+		}
+		m.CorrelationID = schema.NullString(c)
+	}
 	return nil
+}
+
+// threadCorrelation returns the correlation id of the latest message or
+// draft of m's session and thread that carries one (Event.ThreadCorrelation),
+// in this batch or the mailbox; "" if none does.
+func (p *Pipeline) threadCorrelation(ctx context.Context, m *schema.Message, local map[string]*schema.Message) (string, error) {
+	var c string
+	var at time.Time
+	err := p.mb.Thread(ctx, string(m.Session.ThreadKey), func(e *mailbox.Entry) error {
+		if e.Session.ID == m.Session.ID && e.Session.ThreadKey == string(m.Session.ThreadKey) && e.CorrelationID != "" && e.ID != m.ID && !e.Timestamp.Before(at) {
+			c, at = e.CorrelationID, e.Timestamp
+		}
+		return nil
+	})
+	for _, o := range local {
+		if o != m && o.Session.ID == m.Session.ID && o.Session.ThreadKey == m.Session.ThreadKey && o.CorrelationID != "" && !o.Timestamp.Time.Before(at) {
+			c, at = string(o.CorrelationID), o.Timestamp.Time
+		}
+	}
+	return c, err
 }
 
 // tookPart reports whether sender is among the participants of the message

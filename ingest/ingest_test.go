@@ -472,3 +472,50 @@ func TestGroupCommit(t *testing.T) {
 	}
 	t.Logf("400 deliveries in %d rounds", st.Batches)
 }
+
+// A chat reply names its thread, not the message it answers
+// (Event.ThreadCorrelation): one in a thread where the agent posted for a
+// task inherits the task's correlation id, the latest one of that session's
+// thread; the same thread key in another session, or a message without
+// the flag, inherits nothing.
+func TestThreadCorrelation(t *testing.T) {
+	root := setup(t)
+	mb := open(t, root, nil)
+	p := start(t, mb, nil)
+	at := testutil.Time("2026-02-06T20:00:00Z")
+	inThread := func(id, session string, when time.Time) *schema.Message {
+		m := testutil.Message(schema.Slack, id, when, "in the thread")
+		m.Session.ID, m.Session.ThreadKey = session, "1700000001.000100"
+		m.ReplyTo, m.ThreadRoot = "slack_C1_1700000001_000100", "slack_C1_1700000001_000100"
+		return m
+	}
+	root0 := testutil.Message(schema.Slack, "C1_1700000001_000100", at, "deploy failed")
+	root0.Session.ID = "C1"
+	if err := p.Deliver(ctx, adapters.Event{Message: root0}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []string{"task_1", "task_2"} {
+		d := &schema.Draft{ID: fmt.Sprintf("slack_out_%032d", i), Provider: schema.Slack, To: schema.Recipients{"C1"},
+			ReplyTo: "slack_C1_1700000001_000100", ThreadKey: "1700000001.000100", CorrelationID: schema.NullString(c),
+			CreatedAt: schema.TimePtr(at.Add(time.Duration(i+1) * time.Minute)), Body: "on it\n"}
+		if _, err := mb.Queue(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ann := inThread("C1_1700000009_000200", "C1", at.Add(time.Hour))
+	other := inThread("C2_1700000009_000300", "C2", at.Add(time.Hour))
+	plain := inThread("C1_1700000009_000400", "C1", at.Add(time.Hour))
+	if err := p.Deliver(ctx, adapters.Event{Message: ann, ThreadCorrelation: true}, adapters.Event{Message: other, ThreadCorrelation: true},
+		adapters.Event{Message: plain}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"slack_C1_1700000009_000200": "task_2", "slack_C2_1700000009_000300": "", "slack_C1_1700000009_000400": ""} {
+		m, _, err := mb.Message(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.CorrelationID) != want {
+			t.Errorf("%s: correlation_id %q, want %q", id, m.CorrelationID, want)
+		}
+	}
+}
