@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ type inWorld struct {
 
 const inSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 
-func newInWorld(t *testing.T, mode string) *inWorld {
+func newInWorld(t testing.TB, mode string) *inWorld {
 	t.Helper()
 	fake := slackfake.New(t, slackfake.Options{PingInterval: 20 * time.Millisecond})
 	root := t.TempDir()
@@ -318,5 +320,44 @@ func TestHandleOutcomes(t *testing.T) {
 	}
 	if len(got[0].Keys) != 1 || got[0].Keys[0] != eventKey("EvEdit") {
 		t.Errorf("keys %v, want [%s]", got[0].Keys, eventKey("EvEdit"))
+	}
+}
+
+// BenchmarkHandle is handle into the real pipeline (fsync per round),
+// normalize swapped for a fixed message, 8 callers per CPU, the events of
+// one channel (serialised by its lock, so that a checkpoint never goes
+// back) and of 16.
+func BenchmarkHandle(b *testing.B) {
+	for _, channels := range []int64{1, 16} {
+		b.Run(fmt.Sprintf("channels=%d", channels), func(b *testing.B) {
+			w := newInWorld(b, "socket")
+			ctx := context.Background()
+			for c := range channels {
+				if err := w.r.caughtUp(ctx, w.pipe, fmt.Sprintf("C0BENCH%02d", c), "1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w.r.normalize = func(_ context.Context, ev event) (*adapters.Event, error) {
+				var pk peek
+				json.Unmarshal(ev.Inner, &pk)
+				sec, _, _ := parseTS(pk.TS)
+				m := testutil.Message(schema.Slack, strings.TrimPrefix(msgID(pk.Channel, pk.TS), "slack_"), time.Unix(sec, 0), "x")
+				return &adapters.Event{Message: m}, nil
+			}
+			var seq atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := seq.Add(1)
+					ch := fmt.Sprintf("C0BENCH%02d", i%channels)
+					ts := fmt.Sprintf("%d.000100", 1700000000+i)
+					if err := w.r.handle(ctx, w.pipe, event{ID: fmt.Sprintf("Ev%d", i), Inner: msgEvent(ch, "U1", ts, "x")}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
