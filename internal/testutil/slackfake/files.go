@@ -47,6 +47,25 @@ func (s *Server) addFile(f slack.File, content []byte) slack.File {
 	return f
 }
 
+// RestrictFile makes a file AddFile serves answer the sign-in page, an
+// HTML page with 200, even to the bot token: what Slack answers for a file
+// the token's scopes do not reach (no files:read), and what slack-go's
+// GetFile returns as the file's content without an error.
+func (s *Server) RestrictFile(fileID string) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	for _, e := range s.files {
+		if e.f.ID == fileID {
+			e.restricted, found = true, true
+		}
+	}
+	if !found {
+		s.t.Fatalf("slackfake: RestrictFile: no file %q", fileID)
+	}
+}
+
 // serveFile answers a file to the bot token; anything else is sent to the
 // sign-in page, as Slack does (slack-go spots that redirect; a plain HTTP
 // client follows it to an HTML page answered 200).
@@ -54,7 +73,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	e := s.files[r.URL.Path]
 	ok := !s.revoked && r.Header.Get("Authorization") == "Bearer "+s.opts.BotToken
+	restricted := e != nil && e.restricted
 	s.mu.Unlock()
+	if ok && restricted {
+		s.serveLogin(w, r)
+		return
+	}
 	if !ok {
 		http.Redirect(w, r, "/?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
 		return

@@ -125,8 +125,9 @@ type stored struct {
 }
 
 type file struct {
-	f       slack.File
-	content []byte
+	f          slack.File
+	content    []byte
+	restricted bool // the sign-in page even to the bot token
 }
 
 type pendingUpload struct {
@@ -174,6 +175,9 @@ func New(t testing.TB, o Options) *Server {
 		lastTS: 1700000000_000000, shutdown: make(chan struct{}),
 	}
 	s.sock.init()
+	// The app's bot user is a user like any, as in Slack.
+	s.users[o.BotUserID] = slack.User{ID: o.BotUserID, TeamID: o.TeamID, Name: "courier", RealName: "Courier",
+		IsBot: true, Profile: slack.UserProfile{BotID: o.BotID, RealName: "Courier", DisplayName: "courier"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/link/", s.serveLink)

@@ -541,6 +541,13 @@ func TestFileDownload(t *testing.T) {
 	if err := client(s, "xoxb-other").GetFileContext(ctx, f.URLPrivateDownload, &got); err == nil || !strings.Contains(err.Error(), "sign-in") {
 		t.Errorf("GetFile with another token: %v (%d bytes), want the sign-in redirect spotted", err, got.Len())
 	}
+	// A file the token's scopes do not reach: the sign-in page with 200,
+	// which slack-go hands over as the file's content.
+	s.RestrictFile(f.ID)
+	got.Reset()
+	if err := bot(s).GetFileContext(ctx, f.URLPrivateDownload, &got); err != nil || !bytes.HasPrefix(got.Bytes(), []byte("<!DOCTYPE html")) {
+		t.Errorf("GetFile of a restricted file: %q, %v; want the HTML page, no error", got.Bytes(), err)
+	}
 	// A plain client without a token ends on an HTML page answered 200.
 	resp, err := http.Get(f.URLPrivateDownload)
 	if err != nil {
@@ -768,7 +775,7 @@ func TestSocketModeEvent(t *testing.T) {
 func TestSocketModeReconnects(t *testing.T) {
 	s := slackfake.New(t, slackfake.Options{PingInterval: 20 * time.Millisecond})
 	ctx := ctxT(t)
-	c := runSocket(t, s, s.Options().AppToken, socketmode.OptionPingInterval(300*time.Millisecond))
+	c := runSocket(t, s, s.Options().AppToken, socketmode.OptionPingInterval(500*time.Millisecond))
 	c.next(t, socketmode.EventTypeHello)
 	payload, _ := eventPayload(t)
 	check := func(n int) {
@@ -793,11 +800,11 @@ func TestSocketModeReconnects(t *testing.T) {
 		}
 	}
 
-	// Pings keep a connection: many of the client's ping intervals pass
+	// Pings keep a connection: three of the client's ping intervals pass
 	// with the one connection.
-	testutil.WaitFor(t, 20*time.Second, "60 pongs", func() bool { return s.Pongs() >= 60 })
+	testutil.WaitFor(t, 20*time.Second, "75 pongs", func() bool { return s.Pongs() >= 75 })
 	if s.Connections() != 1 {
-		t.Fatalf("Connections() = %d after 60 pings, want 1", s.Connections())
+		t.Fatalf("Connections() = %d after 75 pings, want 1", s.Connections())
 	}
 
 	s.Disconnect("refresh_requested")
@@ -808,12 +815,8 @@ func TestSocketModeReconnects(t *testing.T) {
 	check(4)
 
 	// A silent connection: the client gives up on it after its ping
-	// interval and opens another.
+	// interval and opens another, which is pinged.
 	s.SilencePings(true)
-	if err := s.WaitConnections(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
-	s.SilencePings(false)
 	check(5)
 }
 
@@ -880,4 +883,164 @@ func dialOnce(ctx context.Context, u string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// TestSocketFrames checks the frames themselves, with a bare websocket
+// client: hello first, pings, the envelope's fields, and acks of 20 KiB
+// or more ignored as Slack ignores them.
+func TestSocketFrames(t *testing.T) {
+	s := slackfake.New(t, slackfake.Options{PingInterval: 10 * time.Millisecond})
+	ctx := ctxT(t)
+
+	// Nothing connected: SendEvent waits only as long as its context.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.SendEvent(gone, []byte(`{"type":"event_callback"}`)); !errors.Is(err, context.Canceled) {
+		t.Errorf("SendEvent with no connection and a done context: %v", err)
+	}
+
+	_, u, err := bot(s).StartSocketModeContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	pinged := make(chan struct{}, 1)
+	ws.SetPingHandler(func(string) error {
+		select {
+		case pinged <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	frames := make(chan map[string]json.RawMessage)
+	go func() {
+		defer close(frames)
+		for {
+			var f map[string]json.RawMessage
+			if err := ws.ReadJSON(&f); err != nil {
+				return
+			}
+			frames <- f
+		}
+	}()
+	next := func() map[string]json.RawMessage {
+		t.Helper()
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("connection closed")
+			}
+			return f
+		case <-ctx.Done():
+			t.Fatal("no frame")
+		}
+		return nil
+	}
+	hello := next()
+	if string(hello["type"]) != `"hello"` || string(hello["num_connections"]) != "1" || !bytes.Contains(hello["connection_info"], []byte(`"app_id"`)) {
+		t.Errorf("first frame = %s, want hello", mustMarshal(hello))
+	}
+	select {
+	case <-pinged:
+	case <-ctx.Done():
+		t.Fatal("no ping")
+	}
+
+	payload := json.RawMessage(`{"type":"event_callback","event_id":"Ev1","event":{"type":"message","text":"x"}}`)
+	id1, err := s.SendEvent(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := next()
+	for k, want := range map[string]string{"envelope_id": `"` + id1 + `"`, "type": `"events_api"`, "accepts_response_payload": "false",
+		"retry_attempt": "0", "retry_reason": `""`, "payload": string(payload)} {
+		if string(env[k]) != want {
+			t.Errorf("envelope %s = %s, want %s", k, env[k], want)
+		}
+	}
+	id2, err := s.SendEvent(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next()
+	big := fmt.Sprintf(`{"envelope_id":%q,"payload":{"text":%q}}`, id1, strings.Repeat("a", 20*1024))
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.WriteJSON(map[string]string{"envelope_id": id2}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Acked(id2):
+	case <-ctx.Done():
+		t.Fatal("ack not seen")
+	}
+	if got := s.Unacked(); !slices.Equal(got, []string{id1}) {
+		t.Errorf("Unacked() after an ack of 20 KiB and a good one = %v, want [%s]", got, id1)
+	}
+}
+
+// TestCorpusEnvelopes sends every Events API callback of the corpus; the
+// client gets each as its event type and acks it.
+func TestCorpusEnvelopes(t *testing.T) {
+	dir := filepath.Join(testutil.CorpusDir(t), "chat", "slack", "events-api")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no events in %s: %v", dir, err)
+	}
+	s := slackfake.New(t, slackfake.Options{PingInterval: 50 * time.Millisecond})
+	ctx := ctxT(t)
+	c := runSocket(t, s, s.Options().AppToken)
+	c.next(t, socketmode.EventTypeHello)
+	sent := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cb struct {
+			Type  string `json:"type"`
+			Event struct {
+				Type string `json:"type"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal(b, &cb); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if cb.Type != "event_callback" {
+			continue // url_verification comes over HTTP only
+		}
+		id, err := s.SendEvent(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := c.next(t, socketmode.EventTypeEventsAPI, socketmode.EventTypeErrorBadMessage)
+		if e.Type != socketmode.EventTypeEventsAPI {
+			t.Errorf("%s: slack-go could not read the envelope: %+v", filepath.Base(p), e.Data)
+			continue
+		}
+		ev := e.Data.(slackevents.EventsAPIEvent)
+		if ev.InnerEvent.Type != cb.Event.Type || e.Request.EnvelopeID != id {
+			t.Errorf("%s: inner event %q envelope %s, want %q %s", filepath.Base(p), ev.InnerEvent.Type, e.Request.EnvelopeID, cb.Event.Type, id)
+		}
+		c.Ack(*e.Request)
+		select {
+		case <-s.Acked(id):
+		case <-ctx.Done():
+			t.Fatalf("%s: no ack", filepath.Base(p))
+		}
+		sent++
+	}
+	if sent < 5 {
+		t.Errorf("%d corpus events sent, want the corpus's (at least 5)", sent)
+	}
+}
+
+func mustMarshal(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

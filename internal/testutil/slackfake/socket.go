@@ -30,8 +30,7 @@ type socketState struct {
 	changed chan struct{}
 	envs    map[string]*envelope
 	order   []string // envelope ids, as first sent
-	silent  bool
-	pongs   int // answers to the server's pings, on every connection
+	pongs   int      // answers to the server's pings, on every connection
 }
 
 func (st *socketState) init() {
@@ -51,6 +50,8 @@ type wsConn struct {
 	done chan struct{} // closed when the connection is gone
 	once sync.Once
 	wmu  sync.Mutex // gorilla's writers are not safe for concurrent use
+	// silent stops the pings (SilencePings); guarded by Server.mu.
+	silent bool
 }
 
 func (c *wsConn) write(b []byte) error {
@@ -112,6 +113,18 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	c := &wsConn{ws: ws, nc: ws.NetConn(), done: make(chan struct{})}
+	// hello comes first on a connection, before any envelope: the
+	// connection is not handed to SendEvent until it is written.
+	s.mu.Lock()
+	n := len(s.sock.conns) + 1
+	s.mu.Unlock()
+	hello := mustJSON(map[string]any{"type": "hello", "num_connections": n,
+		"debug_info":      map[string]any{"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
+		"connection_info": map[string]any{"app_id": appID}})
+	if c.write(hello) != nil {
+		ws.Close()
+		return
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -120,20 +133,10 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sock.conns = append(s.sock.conns, c)
 	s.sock.accepted++
-	n := len(s.sock.conns)
 	s.sock.signal()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	s.mu.Unlock()
 	defer s.wg.Done()
-
-	hello := mustJSON(map[string]any{"type": "hello", "num_connections": n,
-		"debug_info":      map[string]any{"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
-		"connection_info": map[string]any{"app_id": appID}})
-	if c.write(hello) != nil {
-		s.gone(c)
-		return
-	}
-	s.wg.Add(1)
 	go s.ping(c)
 	s.read(c)
 }
@@ -152,7 +155,7 @@ func (s *Server) ping(c *wsConn) {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			silent := s.sock.silent
+			silent := c.silent
 			s.mu.Unlock()
 			if !silent && c.control(websocket.PingMessage, []byte("ping")) != nil {
 				s.gone(c)
@@ -222,7 +225,15 @@ func (s *Server) SendEnvelope(ctx context.Context, typ string, payload json.RawM
 	s.sock.envs[e.id] = e
 	s.sock.order = append(s.sock.order, e.id)
 	s.mu.Unlock()
-	return e.id, s.deliver(ctx, e, 0, "")
+	if err := s.deliver(ctx, e, 0, ""); err != nil {
+		// Never sent: not an envelope the client owes an ack.
+		s.mu.Lock()
+		delete(s.sock.envs, e.id)
+		s.sock.order = slices.DeleteFunc(s.sock.order, func(id string) bool { return id == e.id })
+		s.mu.Unlock()
+		return "", err
+	}
+	return e.id, nil
 }
 
 // Redeliver sends an envelope again with retry_attempt one more and
@@ -335,13 +346,16 @@ func (s *Server) open() []*wsConn {
 	return slices.Clone(s.sock.conns)
 }
 
-// SilencePings stops (true) or resumes (false) the server's pings: a
-// connection still open that says nothing, which slack-go drops after its
-// ping interval.
+// SilencePings stops (true) or resumes (false) the server's pings on the
+// connections open now: each is left open and says nothing, a half-dead
+// connection, which slack-go drops after its ping interval. Connections
+// opened afterwards are pinged as usual.
 func (s *Server) SilencePings(silent bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sock.silent = silent
+	for _, c := range s.sock.conns {
+		c.silent = silent
+	}
 }
 
 // Connections is how many websocket connections were accepted so far.
