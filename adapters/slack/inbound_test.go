@@ -361,3 +361,34 @@ func BenchmarkHandle(b *testing.B) {
 		})
 	}
 }
+
+// The mode picks the transports: socket is one Source that catches up
+// itself; events is the webhook plus the catch-up Source.
+func TestInboundWiring(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		sources string
+		webhook bool
+	}{{"socket", "slack/socket", false}, {"events", "slack/replay", true}} {
+		p, err := New(Options{Config: config.Slack{Enabled: true, Mode: c.mode, BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range p.Sources {
+			names = append(names, s.Name())
+			if _, ok := s.(adapters.Starter); !ok {
+				t.Errorf("%s: %s is not a Starter", c.mode, s.Name())
+			}
+			if _, ok := s.(adapters.ErrorReporter); !ok {
+				t.Errorf("%s: %s is not an ErrorReporter", c.mode, s.Name())
+			}
+		}
+		if strings.Join(names, ",") != c.sources || (p.Webhook != nil) != c.webhook {
+			t.Errorf("%s: sources %v, webhook %v", c.mode, names, p.Webhook != nil)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", c.mode, err)
+		}
+	}
+}
