@@ -58,7 +58,7 @@ func BenchmarkIdlePush(b *testing.B) {
 	d := testutil.StartDovecot(b)
 	d.Deliver(b, "INBOX", syntheticMessage(999))
 	ws := b.TempDir()
-	httpAddr := freeAddr(b)
+	httpAddr := testutil.FreeAddr(b)
 	writeConfig(b, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   adapters:

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,17 +187,6 @@ func msecs(d time.Duration) string {
 }
 func mb(n int64) string         { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 func ratio(a, b float64) string { return fmt.Sprintf("%.2fx", a/b) }
-
-// freeAddr returns a 127.0.0.1 address nobody listens on now.
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // writeConfig writes ws/.monoco/config/courier.yaml.
 func writeConfig(b *testing.B, ws, cfg string) {

@@ -77,7 +77,7 @@ func BenchmarkSend(b *testing.B) {
 	msmtp := needCommand(b, "msmtp", "msmtp")
 	sink := testutil.StartSMTPSink(b, nil)
 	ws := b.TempDir()
-	httpAddr := freeAddr(b)
+	httpAddr := testutil.FreeAddr(b)
 	writeConfig(b, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   adapters:

@@ -488,7 +488,7 @@ func TestTwoUsers(t *testing.T) {
 	os.Mkdir(run, 0o750)
 	os.Chown(run, int(svc.uid), botsGID)
 	os.Chmod(run, 0o750|os.ModeSetgid)
-	recv, web := freeAddr(t), freeAddr(t)
+	recv, web := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfgPath := filepath.Join(ws, ".monoco/config/courier.yaml")
 	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`courier:
   http: {listen: %s}

@@ -64,7 +64,7 @@ func TestSentCopyNotIngested(t *testing.T) {
 	d.CreateFolder(t, "Sent")
 	d.Deliver(t, "INBOX", rawMail(1))
 	ws := newWorkspace(t)
-	web := freeAddr(t)
+	web := testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   outbound: {rescan_interval: 1s}

@@ -67,7 +67,7 @@ func deadLetter(t *testing.T, ws, id string) (string, bool) {
 func TestServeRefusesDroppedForgeries(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
 	ws := newWorkspace(t)
-	web := freeAddr(t)
+	web := testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   outbound: {rescan_interval: 1s}

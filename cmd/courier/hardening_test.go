@@ -99,7 +99,7 @@ func TestListReadSanitiseOldFiles(t *testing.T) {
 // show no control characters; the raw message keeps them.
 func TestServeStripsControls(t *testing.T) {
 	ws := newWorkspace(t)
-	web, rcv := freeAddr(t), freeAddr(t)
+	web, rcv := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, rcv))
 	startServe(t, ws, web)
 	raw := "From: =?utf-8?q?Ann=1B[8m=E2=80=AE?= <ann@example.com>\r\nTo: agent@example.com\r\n" +
@@ -148,7 +148,7 @@ func TestModesAfterInitAndServe(t *testing.T) {
 	if _, e, code := cli(t, ws, "", "init"); code != 0 {
 		t.Fatalf("init: %s", e)
 	}
-	web, rcv := freeAddr(t), freeAddr(t)
+	web, rcv := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, rcv))
 	s := startServe(t, ws, web)
 	msg := "From: ann@example.com\r\nTo: agent@example.com\r\nSubject: modes\r\nMessage-ID: <modes@example.com>\r\n" +
@@ -231,7 +231,7 @@ func serveExit(t *testing.T, ws string) (int, string) {
 // secret in the file; a config that others cannot read is fine.
 func TestServeRefusesReadableSecrets(t *testing.T) {
 	ws := newWorkspace(t)
-	web := freeAddr(t)
+	web := testutil.FreeAddr(t)
 	cfgPath := filepath.Join(ws, ".monoco/config/courier.yaml")
 	base := fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: \"\"}\n", web)
 

@@ -26,17 +26,6 @@ import (
 	"github.com/monoco/courier/schema"
 )
 
-// freeAddr returns a 127.0.0.1 address nobody listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startServe starts `courier serve` in ws and waits until /health answers.
 func startServe(t *testing.T, ws, httpAddr string, args ...string) *testutil.Serve {
 	t.Helper()
@@ -70,7 +59,7 @@ func countIDs(t *testing.T, ws string, args ...string) []string {
 func TestServeEndToEnd(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
 	ws := newWorkspace(t)
-	recv, web := freeAddr(t), freeAddr(t)
+	recv, web := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   outbound: {rescan_interval: 1s}
@@ -193,7 +182,7 @@ func TestServeStartFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	web := freeAddr(t)
+	web := testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, busy.Addr()))
 	cmd := exec.Command(courierBin, "--root", ws, "serve")
 	out, _ := cmd.CombinedOutput()
@@ -227,7 +216,7 @@ func TestCrashDuringDelivery(t *testing.T) {
 	}
 	peer := testutil.StartSMTPFake(t)
 	ws := newWorkspace(t)
-	web := freeAddr(t)
+	web := testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
   outbound: {rescan_interval: 1s, backoff_base: 100ms, concurrency: 8}
@@ -359,7 +348,7 @@ func TestCrashDuringIngest(t *testing.T) {
 		t.Skip("kills and restarts the service")
 	}
 	ws := newWorkspace(t)
-	recv, web := freeAddr(t), freeAddr(t)
+	recv, web := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, recv))
 	const n, kills = 200, 3
 	s := startServe(t, ws, web)
@@ -479,7 +468,7 @@ func openData(t *testing.T, addr, from, to, msgID, subject string) (*smtp.Client
 func TestDoctor(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
 	ws := newWorkspace(t)
-	closed := freeAddr(t)
+	closed := testutil.FreeAddr(t)
 	host, port, _ := net.SplitHostPort(closed)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
@@ -492,7 +481,7 @@ func TestDoctor(t *testing.T) {
           smtp: {host: %s, port: %d, tls: none}
         - name: down
           smtp: {host: %s, port: %s, tls: none}
-`, freeAddr(t), freeAddr(t), sink.Host(), sink.Port(), host, port))
+`, testutil.FreeAddr(t), testutil.FreeAddr(t), sink.Host(), sink.Port(), host, port))
 	out, _, code := cli(t, ws, "", "doctor")
 	if code != exitUnavailable {
 		t.Errorf("exit %d, want %d:\n%s", code, exitUnavailable, out)
@@ -540,8 +529,8 @@ func TestDoctor(t *testing.T) {
 // --log-format json writes one JSON object per line.
 func TestServeJSONLogs(t *testing.T) {
 	ws := newWorkspace(t)
-	web := freeAddr(t)
-	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, freeAddr(t)))
+	web := testutil.FreeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, testutil.FreeAddr(t)))
 	s := startServe(t, ws, web, "--log-format", "json")
 	if code := s.Stop(t); code != 0 {
 		t.Fatalf("exit %d", code)
@@ -637,8 +626,8 @@ func TestServeSystemdNotify(t *testing.T) {
 	}
 
 	ws := newWorkspace(t)
-	web := freeAddr(t)
-	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, freeAddr(t)))
+	web := testutil.FreeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    email:\n      enabled: true\n      receiver: {smtp: %s}\n", web, testutil.FreeAddr(t)))
 	t.Setenv("NOTIFY_SOCKET", sock)
 	t.Setenv("WATCHDOG_USEC", "300000") // 0.3 s: a pet every 0.1 s
 	s := startServe(t, ws, web)

@@ -249,6 +249,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeAddr returns a 127.0.0.1 address nobody listens on now, for a
+// server the test starts next.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
 // errExited is returned by waitGreeting when the server process is gone.
 var errExited = errors.New("server exited")
 
