@@ -3,7 +3,6 @@ package mrkdwn
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,12 @@ import (
 // blocks within blocks. Slack's clients nest lists at most 8 deep; what is
 // deeper is still written, as plain text, never lost.
 const maxDepth = 32
+
+// maxBlocks bounds the blocks converted with their structure: each level
+// of nesting is decoded on its own (to bound the recursion), so memory is
+// depth × size; 1 MiB × maxDepth stays small. Larger blocks are written as
+// their words (flattenRaw), in one linear pass.
+const maxBlocks = 1 << 20
 
 // block is any Block Kit block or rich text element: the fields of every
 // type we read, decoded lazily level by level (json.RawMessage) so that the
@@ -65,13 +70,22 @@ func str(raw json.RawMessage) (string, bool) {
 // an array of one.
 func BlocksToMarkdown(blocks json.RawMessage, n Names) (md string, ok bool) {
 	blocks = bytes.TrimSpace(blocks)
+	if len(blocks) > maxBlocks {
+		// Far past what Slack sends (50 blocks of a few KB): the words,
+		// without the structure, for a memory bound that holds.
+		md = plainLines(flattenRaw(blocks))
+		return md, strings.TrimSpace(md) != ""
+	}
 	var list []json.RawMessage
 	switch {
 	case len(blocks) == 0:
 		return "", false
 	case blocks[0] == '[':
-		if json.Unmarshal(blocks, &list) != nil {
-			return "", false
+		if err := json.Unmarshal(blocks, &list); err != nil {
+			// Deeper than encoding/json goes, or broken: the words
+			// that can be read, or nothing.
+			md = plainLines(flattenRaw(blocks))
+			return md, strings.TrimSpace(md) != ""
 		}
 	case blocks[0] == '{':
 		list = []json.RawMessage{blocks}
@@ -541,7 +555,14 @@ func table(rows [][]json.RawMessage, n Names, depth int) string {
 	var b strings.Builder
 	for i, r := range rows {
 		b.WriteString("|")
-		for c := 0; c < cols; c++ {
+		// Only the header is padded to the widest row (GFM takes the
+		// columns from it); a short row is left short, so a million empty
+		// rows under a wide one stay small.
+		width := len(r)
+		if i == 0 {
+			width = cols
+		}
+		for c := 0; c < width; c++ {
 			cell := ""
 			if c < len(r) {
 				cell = tableCell(r[c], n, depth)
@@ -557,6 +578,9 @@ func table(rows [][]json.RawMessage, n Names, depth int) string {
 }
 
 func tableCell(raw json.RawMessage, n Names, depth int) string {
+	if string(raw) == "null" {
+		return ""
+	}
 	var c block
 	if json.Unmarshal(raw, &c) != nil {
 		return ""
@@ -607,42 +631,42 @@ func flattenElements(elements []json.RawMessage) string {
 }
 
 func flattenRaw(raw json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	// A lexer of strings and colons, not a parser: it needs no stack, so
+	// no depth (not even past encoding/json's 10,000) stops it, and it
+	// reads broken JSON as far as it goes.
 	var parts []string
-	keyNext := false // the next string token of an object is a key
-	var stack []bool // per open container: is it an object
-	lastKey := ""
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF || err != nil {
+	var key string
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
+		}
+		end := i + 1
+		for end < len(raw) && raw[end] != '"' {
+			if raw[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(raw) {
 			break
 		}
-		inObject := len(stack) > 0 && stack[len(stack)-1]
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, true)
-				keyNext = true
-				continue
-			case '[':
-				stack = append(stack, false)
-			default:
-				stack = stack[:len(stack)-1]
-			}
-			keyNext = len(stack) > 0 && stack[len(stack)-1]
-			continue
-		case string:
-			if inObject && keyNext {
-				lastKey = t
-				keyNext = false
-				continue
-			}
-			if inObject && (lastKey == "text" || lastKey == "url") && strings.TrimSpace(t) != "" {
-				parts = append(parts, strings.TrimSpace(t))
-			}
+		tok := raw[i : end+1]
+		j := end + 1
+		for j < len(raw) && (raw[j] == ' ' || raw[j] == '\n' || raw[j] == '\r' || raw[j] == '\t') {
+			j++
 		}
-		keyNext = inObject
+		if j < len(raw) && raw[j] == ':' {
+			json.Unmarshal(tok, &key)
+		} else if key == "text" || key == "url" {
+			var v string
+			if json.Unmarshal(tok, &v) == nil && strings.TrimSpace(v) != "" {
+				parts = append(parts, strings.TrimSpace(v))
+			}
+			key = ""
+		} else {
+			key = ""
+		}
+		i = end
 	}
 	return strings.Join(parts, " ")
 }

@@ -95,14 +95,14 @@ func ToMarkdown(text string, n Names) string {
 func toMarkdown(text string, n Names) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	var w blockWriter
-	for _, u := range splitUnits(text) {
-		switch {
-		case u.pre:
+	w.b.Grow(len(text) + len(text)/8)
+	splitUnits(text, func(u unit) {
+		if u.pre {
 			w.code(u.text, u.quoted)
-		default:
+		} else {
 			w.line(u.text, u.quoted, n)
 		}
-	}
+	})
 	return w.String()
 }
 
@@ -117,8 +117,23 @@ type unit struct {
 // splitUnits cuts mrkdwn into lines and ``` spans. A span may start or end
 // in the middle of a line: what precedes and follows it on that line are
 // lines of their own, since a fenced block cannot share a line in Markdown.
-func splitUnits(text string) []unit {
-	var units []unit
+//
+// Units are handed to emit one at a time, and every search is linear over
+// the whole text (a fence found once is remembered, a fence never closed
+// is not looked for again), so a 10 MB message of lines costs its size.
+func splitUnits(text string, emit func(unit)) {
+	fenceAt := -2 // the first ``` at or after the last search; -1: none left
+	nextFence := func(from int) int {
+		if fenceAt == -1 || fenceAt >= from {
+			return fenceAt
+		}
+		if i := strings.Index(text[from:], "```"); i >= 0 {
+			fenceAt = from + i
+		} else {
+			fenceAt = -1
+		}
+		return fenceAt
+	}
 	quoteRest := false
 	lineStart := true
 	quoted := false
@@ -162,11 +177,17 @@ func splitUnits(text string) []unit {
 		}
 		rest := text[pos:]
 		nl := strings.IndexByte(rest, '\n')
-		fence := strings.Index(rest, "```")
+		fence := nextFence(pos)
+		if fence >= 0 {
+			fence -= pos
+		}
 		if fence >= 0 && (nl < 0 || fence < nl) {
-			if end := strings.Index(rest[fence+3:], "```"); end >= 0 {
+			end := strings.Index(rest[fence+3:], "```")
+			if end < 0 {
+				fenceAt = -1 // no ``` after this one: none closes
+			} else {
 				if before := strings.TrimRight(rest[:fence], " "); strings.TrimSpace(before) != "" {
-					units = append(units, unit{text: before, quoted: quoted})
+					emit(unit{text: before, quoted: quoted})
 				}
 				body := rest[fence+3 : fence+3+end]
 				if quoted && !quoteRest {
@@ -174,7 +195,7 @@ func splitUnits(text string) []unit {
 				}
 				body = strings.TrimPrefix(body, "\n")
 				body = strings.TrimSuffix(body, "\n")
-				units = append(units, unit{text: unescape(body), pre: true, quoted: quoted})
+				emit(unit{text: unescape(body), pre: true, quoted: quoted})
 				pos += fence + 3 + end + 3
 				for pos < len(text) && text[pos] == ' ' {
 					pos++
@@ -189,14 +210,13 @@ func splitUnits(text string) []unit {
 			}
 		}
 		if nl < 0 {
-			units = append(units, unit{text: rest, quoted: quoted})
+			emit(unit{text: rest, quoted: quoted})
 			break
 		}
-		units = append(units, unit{text: rest[:nl], quoted: quoted})
+		emit(unit{text: rest[:nl], quoted: quoted})
 		pos += nl + 1
 		lineStart = true
 	}
-	return units
 }
 
 // unquoteBody takes the quote marks off the lines of a ``` span that
@@ -405,48 +425,91 @@ type item struct {
 	s    string // raw text (itText), the marker (itMarker), Markdown (itAtom)
 }
 
+// maxFormatLine is the longest line whose *bold*, _italic_ and ~strike~
+// are resolved (Slack's whole message is at most 40,000 characters).
+// Resolving needs a few words of memory per marker; past this bound a line
+// is written as it comes, its markers as text, so memory stays a small
+// multiple of the line whatever it holds.
+const maxFormatLine = 64 << 10
+
 // inlineText converts one line of mrkdwn (no newline, no ```) to inline
 // Markdown.
 func inlineText(s string, n Names) string {
-	items := tokenize(s, n)
+	if !strings.ContainsAny(s, "<`*_~") {
+		// Nothing but text (most lines): no tokens to resolve.
+		return escapeText(unescape(s))
+	}
 	var b strings.Builder
+	if len(s) > maxFormatLine {
+		b.Grow(len(s))
+		tokenize(s, n, func(it item, at int) {
+			switch it.kind {
+			case itAtom:
+				b.WriteString(it.s)
+			case itText:
+				b.WriteString(escapeText(unescape(it.s)))
+			case itMarker:
+				before, _ := utf8.DecodeLastRuneInString(s[:at])
+				after, _ := utf8.DecodeRuneInString(s[at+1:])
+				if it.s != "_" || !wordRune(before) || !wordRune(after) {
+					b.WriteByte('\\')
+				}
+				b.WriteString(it.s)
+			}
+		})
+		return b.String()
+	}
+	var items []item
+	tokenize(s, n, func(it item, _ int) { items = append(items, it) })
 	newEmphasis(items).render(&b, 0, len(items), 0)
 	return b.String()
 }
 
-func tokenize(s string, n Names) []item {
-	var items []item
+// tokenize cuts a line into text, markers and atoms (<...> sequences and
+// code spans, converted), handing each to emit with its offset.
+func tokenize(s string, n Names, emit func(it item, at int)) {
 	start := 0
 	flush := func(i int) {
 		if i > start {
-			items = append(items, item{itText, s[start:i]})
+			emit(item{itText, s[start:i]}, start)
 		}
 	}
+	// No ">" (or backtick) after here: a "<" (or "`") is text, without
+	// another search to the end of the line.
+	noClose, noTick := false, false
 	for i := 0; i < len(s); {
 		switch c := s[i]; c {
 		case '<':
-			end := strings.IndexByte(s[i+1:], '>')
+			end := -1
+			if !noClose {
+				end = strings.IndexByte(s[i+1:], '>')
+			}
 			if end < 0 {
+				noClose = true
 				i++
 				continue
 			}
 			flush(i)
-			items = append(items, item{itAtom, angle(s[i+1:i+1+end], n)})
+			emit(item{itAtom, angle(s[i+1:i+1+end], n)}, i)
 			i += end + 2
 			start = i
 		case '`':
-			end := strings.IndexByte(s[i+1:], '`')
+			end := -1
+			if !noTick {
+				end = strings.IndexByte(s[i+1:], '`')
+			}
 			if end <= 0 {
+				noTick = end < 0
 				i++
 				continue
 			}
 			flush(i)
-			items = append(items, item{itAtom, codeSpan(unescape(s[i+1 : i+1+end]))})
+			emit(item{itAtom, codeSpan(unescape(s[i+1 : i+1+end]))}, i)
 			i += end + 2
 			start = i
 		case '*', '_', '~':
 			flush(i)
-			items = append(items, item{itMarker, s[i : i+1]})
+			emit(item{itMarker, s[i : i+1]}, i)
 			i++
 			start = i
 		default:
@@ -454,7 +517,6 @@ func tokenize(s string, n Names) []item {
 		}
 	}
 	flush(len(s))
-	return items
 }
 
 // codeSpan writes s as a CommonMark code span: delimited by a backtick run
@@ -611,6 +673,9 @@ func (e *emphasis) render(b *strings.Builder, lo, hi int, mask int) {
 // escapeText escapes what CommonMark would read as markup in text a sender
 // typed, so it renders as typed.
 func escapeText(s string) string {
+	if !strings.ContainsAny(s, "\\*_~`[]<&") {
+		return s
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {

@@ -104,6 +104,7 @@ var toMarkdownCases = []struct {
 	{name: "pre mid line", in: "see ```a``` and", want: "see\n```\na\n```\nand", tree: `p("see") code"a\n" p("and")`},
 	{name: "pre with fence inside", in: "```a ```` b```", want: "```\na \n```\n` b`\\`\\`", tree: "code\"a \\n\" p(cs\" b\" \"``\")"},
 	{name: "lone backtick", in: "it`s", want: "it\\`s", tree: `p("it` + "`" + `s")`},
+	{name: "lone backtick then markup", in: "it`s <@U123> *b* <http://x.com>", names: names, want: "it\\`s @Ann Lee **b** <http://x.com>", tree: `p("it` + "`" + `s @Ann Lee " strong("b") " " a[http://x.com]("http://x.com"))`},
 
 	// Quotes: "&gt; " a line, "&gt;&gt;&gt;" the rest.
 	{name: "quote then text", in: "&gt; quoted\nnot quoted", want: "> quoted\n\nnot quoted", tree: `quote(p("quoted")) p("not quoted")`},
