@@ -22,16 +22,27 @@
 //   - Files (AddFile) at url_private and url_private_download on the fake's
 //     host: the bytes with the bot token as Bearer; without it, as Slack
 //     does, a 302 to the sign-in page "/?redir=<path>", which answers an
-//     HTML page with 200.
+//     HTML page with 200 (slack-go's GetFile spots that redirect). A file
+//     out of the token's scopes (RestrictFile) answers the HTML page with
+//     200 at once, which GetFile returns as the file without an error.
+//   - State a test sets up: users (AddUser; the bot's own user is there),
+//     conversations (AddConversation; the id's letter and is_* fields say
+//     what it is, is_member whether the bot is in it), messages
+//     (AddMessage, or AddRawMessage to keep every field of a corpus
+//     message); and what the code under test did: Posts, Uploads, Calls.
+//     Posts and uploads join the history, so a reply can be read back.
 //   - Socket Mode: apps.connections.open hands out a one-use
 //     ws://…/link/?ticket=… URL; the connection gets hello, then a
 //     websocket ping every PingInterval; SendEvent and SendEnvelope frame
-//     envelopes as Slack does, acks ({"envelope_id":…}) are recorded
-//     (Acked, Unacked; an ack of 20 KiB or more is ignored, as Slack
-//     ignores it); Redeliver repeats an envelope with retry_attempt+1 and
-//     retry_reason "timeout"; Disconnect sends {"type":"disconnect"} and
-//     closes; Drop closes the TCP connection with no frame; SilencePings
-//     leaves a connection open and silent.
+//     envelopes as Slack does (to the newest connection, waiting for one),
+//     acks ({"envelope_id":…}) are recorded (Acked, Unacked; an ack of
+//     20 KiB or more is ignored, as Slack ignores it); Redeliver repeats
+//     an envelope with retry_attempt+1 and retry_reason "timeout";
+//     Disconnect sends {"type":"disconnect"} and closes; Drop closes the
+//     TCP connection with no frame; SilencePings leaves the connections
+//     open now silent (slack-go drops them after its ping interval; the
+//     next connection is pinged). Connections, OpenConnections,
+//     WaitConnections and Pongs show what the client did.
 //
 // What it does not fake: Slack's own timers (it never redelivers an
 // unacked envelope by itself, nor sends a refresh_requested disconnect

@@ -219,6 +219,10 @@ func TestHistoryPaging(t *testing.T) {
 			want: []string{"1700000005.000100", "1700000004.000100", "1700000003.000100"}},
 		{name: "since oldest", p: slack.GetConversationHistoryParameters{Oldest: "1700000009.000100"},
 			want: []string{"1700000011.000200", "1700000010.000100"}},
+		{name: "bound of seconds", p: slack.GetConversationHistoryParameters{Oldest: "1700000009"},
+			want: []string{"1700000011.000200", "1700000010.000100", "1700000009.000100"}},
+		{name: "bound with a short fraction", p: slack.GetConversationHistoryParameters{Oldest: "1700000009.0001"},
+			want: []string{"1700000011.000200", "1700000010.000100"}},
 		{name: "bad cursor", p: slack.GetConversationHistoryParameters{Cursor: "!!"}, wantError: "invalid_cursor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1043,4 +1047,20 @@ func TestCorpusEnvelopes(t *testing.T) {
 func mustMarshal(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// BenchmarkPostMessage is a reply posted through slack-go to a thread
+// that grows: the fake's cost per post under the outbound benchmark.
+func BenchmarkPostMessage(b *testing.B) {
+	s := slackfake.New(b, slackfake.Options{})
+	s.AddConversation(channel("C0GENERAL", "general", true))
+	s.AddMessage("C0GENERAL", msg("1700000001.000100", "U0ALICE", "question"))
+	api := bot(s)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := api.PostMessageContext(ctx, "C0GENERAL", slack.MsgOptionText("an answer", false), slack.MsgOptionTS("1700000001.000100")); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -151,10 +151,13 @@ func parseBounds(r *request) (bounds, error) {
 		if v == "" || v == "0" {
 			continue
 		}
-		if !strings.Contains(v, ".") {
-			v += ".000000"
+		// A bound is a number of seconds, its fraction any length
+		// ("1700000000", "1700000000.5"); a message's ts is exact.
+		sec, frac, _ := strings.Cut(v, ".")
+		if len(frac) < 6 {
+			frac += strings.Repeat("0", 6-len(frac))
 		}
-		ts, ok := parseTS(v)
+		ts, ok := parseTS(sec + "." + frac)
 		if !ok {
 			return b, fail("invalid_ts_" + p.name)
 		}
