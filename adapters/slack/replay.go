@@ -53,11 +53,14 @@ var errPassIncomplete = errors.New("slack: catch-up stopped at its bounds; more 
 func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 	budget := p.limits.pages
 	channels, err := p.channels(ctx, &budget)
-	if err != nil {
+	if err != nil && channels == nil {
 		return err
 	}
 	incomplete := false
 	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, ch := range channels {
 		if budget <= 0 {
 			incomplete = true
@@ -101,11 +104,21 @@ func (p *replayer) channels(ctx context.Context, budget *int) ([]string, error) 
 		seen[c] = true
 		out = append(out, c)
 	}
-	cursor := ""
-	for {
-		if *budget <= 0 {
-			break
+	// An allow-list names the channels: no need to list memberships (a
+	// channel the bot is not in answers not_in_channel and is skipped).
+	var listErr error
+	if a.allow != nil {
+		allowed := make([]string, 0, len(a.allow))
+		for c := range a.allow {
+			allowed = append(allowed, c)
 		}
+		sort.Strings(allowed)
+		for _, c := range allowed {
+			add(c)
+		}
+	}
+	cursor := ""
+	for a.allow == nil && *budget > 0 {
 		*budget--
 		var chans []slackapi.Channel
 		var next string
@@ -117,7 +130,13 @@ func (p *replayer) channels(ctx context.Context, budget *int) ([]string, error) 
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("slack: users.conversations: %w", err)
+			// A missing scope (channels:read, groups:read, im:read,
+			// mpim:read) still leaves the channels seen live to catch up.
+			listErr = fmt.Errorf("slack: users.conversations: %w", err)
+			if isFatal(err) && !isMissingScope(err) {
+				return nil, listErr
+			}
+			break
 		}
 		for _, c := range chans {
 			add(c.ID)
@@ -137,7 +156,12 @@ func (p *replayer) channels(ctx context.Context, budget *int) ([]string, error) 
 	for _, c := range known {
 		add(c)
 	}
-	return out, nil
+	return out, listErr
+}
+
+func isMissingScope(err error) bool {
+	var se slackapi.SlackErrorResponse
+	return errors.As(err, &se) && se.Err == "missing_scope"
 }
 
 // channel catches up one channel.

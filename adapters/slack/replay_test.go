@@ -252,3 +252,28 @@ func TestReplayConcurrentWithLive(t *testing.T) {
 		t.Errorf("checkpoint %q, want 1700005060.000100", got)
 	}
 }
+
+// Without the scopes to list memberships, the channels seen live are
+// still caught up, and the pass says what is missing.
+func TestReplayMissingScope(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0SCOPE01"
+	w.channel(ch, "scope")
+	ctx := context.Background()
+	p := &replayer{r: w.r, limits: defaultReplayLimits}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvSC1", Inner: w.post(ch, "1700006001.000100", "", "live")}); err != nil {
+		t.Fatal(err)
+	}
+	w.post(ch, "1700006002.000100", "", "missed")
+	w.fake.Fail("users.conversations", slackfake.Failure{Error: "missing_scope"})
+	err := p.pass(ctx, w.pipe)
+	if err == nil || !strings.Contains(err.Error(), "missing_scope") {
+		t.Errorf("pass: %v, want the missing scope named", err)
+	}
+	if !w.hasFile(t, msgID(ch, "1700006002.000100")) {
+		t.Errorf("the channel seen live was not caught up: %v", w.ids(t))
+	}
+}
