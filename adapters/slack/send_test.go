@@ -737,3 +737,30 @@ func TestEngineCrashAfterPost(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSend is one reply posted in a thread through slack-go against
+// the fake: the Sender's own cost (conversion, the request, the receipt)
+// plus the fake's, over loopback HTTP.
+func BenchmarkSend(b *testing.B) {
+	fake := slackfake.New(b, slackfake.Options{BotToken: botToken})
+	var ch slackapi.Channel
+	ch.ID, ch.IsMember = general, true
+	fake.AddConversation(ch)
+	root := "1690000000.000100"
+	fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: ann, Text: "status?", Timestamp: root}})
+	p, err := New(Options{Config: config.Slack{Enabled: true, Mode: "events", BotToken: botToken, APIURL: fake.APIURL()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := draft(general, "Deploy **done**: see [the log](https://ci.example/run/7).\n\n- tests pass\n- `make release` ran\n")
+	d.ThreadKey = schema.NullString(root)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Sender.Send(ctx, &adapters.Attempt{Draft: d}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(fake.Posts()) < b.N {
+		b.Fatalf("%d posts for %d sends", len(fake.Posts()), b.N)
+	}
+}
