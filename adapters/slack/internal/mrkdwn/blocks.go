@@ -151,9 +151,11 @@ func renderBlock(raw json.RawMessage, n Names, depth int) string {
 		}
 		return link(b.ImageURL, alt)
 	case "markdown":
-		// Already Markdown (an app's "markdown" block): kept as written.
+		// Already Markdown (an app's "markdown" block), but an outsider's:
+		// read and written again through the same rules as the rest, so
+		// its links are as safe and its HTML is text.
 		s, _ := str(b.Text)
-		return s
+		return toMarkdown(FromMarkdown(s), n)
 	case "table":
 		return table(b.Rows, n, depth+1)
 	case "rich_text_section", "rich_text_list", "rich_text_quote", "rich_text_preformatted":

@@ -287,7 +287,7 @@ func (w *blockWriter) begin(kind int, quoted bool) {
 	}
 	if w.prevQ && !quoted && w.prevKind != kindBlank {
 		w.emit("", false)
-	} else if w.prevQ == quoted && w.prevKind != kindBlank && w.prevKind != kind && kind != kindCode && w.prevKind != kindCode {
+	} else if w.prevQ == quoted && w.prevKind != kindBlank && kind != kindBlank && w.prevKind != kind && kind != kindCode && w.prevKind != kindCode {
 		// a paragraph after a list, or a list after a paragraph
 		w.emit("", quoted)
 	}

@@ -115,6 +115,7 @@ var toMarkdownCases = []struct {
 
 	// Lists as Slack's clients write them into the text.
 	{name: "bullets nested", in: "• one\n• two\n    ◦ nested", want: "- one\n- two\n  - nested", tree: `ul(li(p("one")) li(p("two") ul(li(p("nested")))))`},
+	{name: "blank line before a list", in: "a\n\n• b\n\nc", want: "a\n\n- b\n\nc", tree: `p("a") ul(li(p("b"))) p("c")`},
 	{name: "ordered", in: "intro:\n1. a\n2. b\nafter", want: "intro:\n\n1. a\n2. b\n\nafter", tree: `p("intro:") ol1(li(p("a")) li(p("b"))) p("after")`},
 
 	// Whatever arrives, the output is UTF-8.
