@@ -17,8 +17,10 @@
 //     conversations.history, conversations.replies, users.conversations,
 //     chat.postMessage, files.getUploadURLExternal, the upload POST to the
 //     upload_url, files.completeUploadExternal.
-//   - Failures on demand (Fail): HTTP 429 with Retry-After (slack-go's
-//     RateLimitedError), another HTTP status, or an error code with ok:false.
+//   - Failures on demand (Fail), of a method or of a file transfer
+//     (FileDownload, FileUpload): HTTP 429 with Retry-After (slack-go's
+//     RateLimitedError), another HTTP status, or an error code with
+//     ok:false.
 //   - Files (AddFile) at url_private and url_private_download on the fake's
 //     host: the bytes with the bot token as Bearer; without it, as Slack
 //     does, a 302 to the sign-in page "/?redir=<path>", which answers an

@@ -71,6 +71,12 @@ func (s *Server) RestrictFile(fileID string) {
 // client follows it to an HTML page answered 200).
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	s.calls[FileDownload]++
+	if f, failed := s.failure(FileDownload); failed {
+		s.mu.Unlock()
+		writeFailure(w, f)
+		return
+	}
 	e := s.files[r.URL.Path]
 	ok := !s.revoked && r.Header.Get("Authorization") == "Bearer "+s.opts.BotToken
 	restricted := e != nil && e.restricted
@@ -126,8 +132,14 @@ func (s *Server) getUploadURLExternal(r *request) (map[string]any, error) {
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimPrefix(r.URL.Path, "/upload/v1/")
 	s.mu.Lock()
+	s.calls[FileUpload]++
+	f, failed := s.failure(FileUpload)
 	p := s.pending[id]
 	s.mu.Unlock()
+	if failed {
+		writeFailure(w, f)
+		return
+	}
 	if r.Method != http.MethodPost || p == nil {
 		http.NotFound(w, r)
 		return

@@ -36,6 +36,13 @@ type Options struct {
 	MaxUpload int64
 }
 
+// The names Fail and Calls know the file transfers by, which are not Web
+// API methods.
+const (
+	FileDownload = "files-pri"
+	FileUpload   = "upload"
+)
+
 // Failure is what Fail makes the next calls of a method answer.
 type Failure struct {
 	// Status is the HTTP status (429, 500, ...); 0 answers 200 with
@@ -395,7 +402,9 @@ func (s *Server) Uploads() []Upload {
 }
 
 // Fail makes the next f.Times calls of method fail as f says; failures
-// queued for a method are used in order.
+// queued for a method are used in order. Besides the Web API methods,
+// method may be FileDownload (a GET of a file AddFile serves) or
+// FileUpload (the POST of an upload's bytes).
 func (s *Server) Fail(method string, f Failure) {
 	if f.Times <= 0 {
 		f.Times = 1
@@ -403,6 +412,20 @@ func (s *Server) Fail(method string, f Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fails[method] = append(s.fails[method], f)
+}
+
+// failure takes the next failure queued for method. Called with s.mu
+// held.
+func (s *Server) failure(method string) (Failure, bool) {
+	q := s.fails[method]
+	if len(q) == 0 {
+		return Failure{}, false
+	}
+	f := q[0]
+	if q[0].Times--; q[0].Times == 0 {
+		s.fails[method] = q[1:]
+	}
+	return f, true
 }
 
 // Calls is how many calls method got (failed ones included).
@@ -486,13 +509,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "unknown_method", "req_method": method})
 		return
 	}
-	if q := s.fails[method]; len(q) > 0 {
-		f := q[0]
-		if f.Times--; f.Times == 0 {
-			s.fails[method] = q[1:]
-		} else {
-			q[0] = f
-		}
+	if f, ok := s.failure(method); ok {
 		writeFailure(w, f)
 		return
 	}

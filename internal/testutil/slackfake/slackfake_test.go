@@ -598,6 +598,25 @@ func TestFailures(t *testing.T) {
 	if got, posted := s.Calls("chat.postMessage"), len(s.Posts()); got != 8 || posted != 1 {
 		t.Errorf("Calls = %d, Posts = %d, want 8 and 1", got, posted)
 	}
+	// The file transfers fail on demand too.
+	f := s.AddFile(slack.File{Name: "a.txt"}, []byte("abc"))
+	s.Fail(slackfake.FileDownload, slackfake.Failure{Status: http.StatusServiceUnavailable})
+	var buf bytes.Buffer
+	var code slack.StatusCodeError
+	if err := api.GetFileContext(ctx, f.URLPrivateDownload, &buf); !errors.As(err, &code) || code.Code != 503 || buf.Len() != 0 {
+		t.Errorf("download after Fail(FileDownload, 503): %v, %q", err, buf.Bytes())
+	}
+	if err := api.GetFileContext(ctx, f.URLPrivateDownload, &buf); err != nil || buf.String() != "abc" {
+		t.Errorf("download after the failure: %v, %q", err, buf.Bytes())
+	}
+	s.Fail(slackfake.FileUpload, slackfake.Failure{Status: http.StatusTooManyRequests, RetryAfter: 2})
+	_, err := api.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "b.txt", Content: "bcd", FileSize: 3, Channel: "C0GENERAL"})
+	if !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second || len(s.Uploads()) != 0 {
+		t.Errorf("upload after Fail(FileUpload, 429): %v, %d uploads", err, len(s.Uploads()))
+	}
+	if s.Calls(slackfake.FileDownload) != 2 || s.Calls(slackfake.FileUpload) != 1 {
+		t.Errorf("Calls: %d downloads, %d uploads; want 2 and 1", s.Calls(slackfake.FileDownload), s.Calls(slackfake.FileUpload))
+	}
 	// A failure is the method's alone.
 	s.Fail("users.info", slackfake.Failure{Error: "ratelimited"})
 	if _, err := api.AuthTestContext(ctx); err != nil {
