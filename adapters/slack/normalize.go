@@ -309,7 +309,9 @@ func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, err
 			return nil, adapters.Temporary(fmt.Errorf("slack: store the files of %s: %w", id, err))
 		}
 	}
-	ev := &adapters.Event{Message: m, Debounce: n.edits == "" && n.recalls == ""}
+	// A reply in a Slack thread names the thread, not the message it
+	// answers: it stays with the task of the thread's latest message.
+	ev := &adapters.Event{Message: m, Debounce: n.edits == "" && n.recalls == "", ThreadCorrelation: m.Session.ThreadKey != ""}
 	if n.ev.ID != "" {
 		// An event redelivered is dropped by its event_id even when
 		// it is an edit, whose id is its own ts.

@@ -379,6 +379,11 @@ func TestMentionAndMessageOneFile(t *testing.T) {
 			t.Errorf("keys %v, want [%s] (mailbox.EventKey, which the index rebuilds from the file)", ev.Keys, want)
 		}
 	}
+	for name, want := range map[string]bool{"thread_reply": true, "thread_broadcast": true, "channel": false, "dm": false} {
+		if ev := normalizeFixture(t, a, s, name); ev.ThreadCorrelation != want {
+			t.Errorf("%s: ThreadCorrelation %v, want %v (a reply in a thread answers the thread)", name, ev.ThreadCorrelation, want)
+		}
+	}
 	edit := normalizeFixture(t, a, s, "edit")
 	if len(edit.Keys) != 1 || edit.Keys[0] != eventKey("Ev0000000012") || edit.Debounce {
 		t.Errorf("edit: keys %v debounce %v; want its event key and no debounce", edit.Keys, edit.Debounce)
