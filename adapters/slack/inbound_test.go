@@ -93,6 +93,7 @@ func (w *inWorld) files(t testing.TB) map[string]*schema.Message {
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
+		testutil.ValidateInbound(t, e.Name(), data)
 		if _, dup := out[m.ID]; dup {
 			t.Errorf("two files for %s", m.ID)
 		}
