@@ -835,3 +835,55 @@ func TestPipelineOneFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSameWords: an edit writes a file only when the words changed: the
+// text, the blocks (by value) or the files; a preview added does not.
+func TestSameWords(t *testing.T) {
+	msg := func(s string) *message {
+		var m message
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	base := `{"text":"hi","blocks":[{"type":"rich_text","block_id":"a","elements":[]}],"files":[{"id":"F1"}]}`
+	for _, tc := range []struct {
+		cur  string
+		same bool
+	}{
+		{base, true},
+		{`{"files":[{"id":"F1"}],"blocks":[{"elements":[],"block_id":"a","type":"rich_text"}],"text":"hi"}`, true}, // key order
+		{`{"text":"hi","blocks":[{"type":"rich_text","block_id":"a","elements":[]}],"files":[{"id":"F1"}],"attachments":[{"from_url":"https://x.example"}],"reply_count":3}`, true},
+		{`{"text":"hi!","blocks":[{"type":"rich_text","block_id":"a","elements":[]}],"files":[{"id":"F1"}]}`, false},
+		{`{"text":"hi","blocks":[{"type":"rich_text","block_id":"b","elements":[]}],"files":[{"id":"F1"}]}`, false},
+		{`{"text":"hi","blocks":[{"type":"rich_text","block_id":"a","elements":[]}],"files":[]}`, false},
+		{`{"text":"hi","blocks":[{"type":"rich_text","block_id":"a","elements":[]}],"files":[{"id":"F2"}]}`, false},
+	} {
+		if got := sameWords(msg(base), msg(tc.cur)); got != tc.same {
+			t.Errorf("sameWords(%s) = %v, want %v", tc.cur, got, tc.same)
+		}
+	}
+	if !sameWords(msg(`{"text":"a"}`), msg(`{"text":"a","blocks":[]}`)) || !sameWords(msg(`{"text":"a","blocks":null}`), msg(`{"text":"a"}`)) {
+		t.Error("no blocks, null and [] differ")
+	}
+}
+
+func TestTSTime(t *testing.T) {
+	for ts, want := range map[string]string{
+		"1355517523.000005":  "2012-12-14T20:38:43.000005Z",
+		"1355517523":         "2012-12-14T20:38:43Z",
+		"1355517523.5":       "2012-12-14T20:38:43.5Z",
+		"123.420":            "1970-01-01T00:02:03.42Z",
+		"1355517523.0000059": "2012-12-14T20:38:43.000005Z",
+	} {
+		got, ok := tsTime(ts)
+		if !ok || schema.NewTime(got).Format() != want {
+			t.Errorf("tsTime(%q) = %v, %v; want %s", ts, got, ok, want)
+		}
+	}
+	for _, ts := range []string{"", "abc", "-1.0", "1.-5", "99999999999999999999.1", "1.x"} {
+		if _, ok := tsTime(ts); ok {
+			t.Errorf("tsTime(%q) accepted", ts)
+		}
+	}
+}
