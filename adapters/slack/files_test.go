@@ -401,3 +401,37 @@ func TestFileFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestFileFake: the fake's own file host, as slack-go's users meet it: a
+// file the app's scopes do not reach answers the sign-in page with 200
+// to the bot token itself; a 503 is retried and then stored.
+func TestFileFake(t *testing.T) {
+	s := workspace(t)
+	a := newTestAdapter(t, s, nil)
+	f := s.AddFile(slackapi.File{ID: "F0SECRET01", Name: "secret.png", Mimetype: "image/png"}, []byte(pngBytes))
+	s.RestrictFile(f.ID)
+	ev, err := a.normalize(context.Background(), fileEvent("EvS1", "1700007800.000001", f.URLPrivateDownload, "image/png", 19))
+	if err != nil || ev == nil {
+		t.Fatal(ev, err)
+	}
+	if len(ev.Message.Artifacts) != 0 || !strings.Contains(a.health.Health().LastError, "HTML page") {
+		t.Errorf("restricted file: artifacts %+v, health %+v", ev.Message.Artifacts, a.health.Health())
+	}
+	if !strings.Contains(ev.Message.Body, "see the file") {
+		t.Errorf("the message's words are lost: %q", ev.Message.Body)
+	}
+
+	g := s.AddFile(slackapi.File{ID: "F0FLAKY001", Name: "flaky.png", Mimetype: "image/png"}, []byte(pngBytes))
+	s.Fail(slackfake.FileDownload, slackfake.Failure{Status: http.StatusServiceUnavailable})
+	e := fileEvent("EvS2", "1700007800.000002", g.URLPrivateDownload, "image/png", 19)
+	if got, err := a.normalize(context.Background(), e); err == nil || got != nil || !adapters.IsTemporary(err) {
+		t.Fatalf("503: %+v, %v; want a temporary error", got, err)
+	}
+	got, err := a.normalize(context.Background(), e)
+	if err != nil || got == nil || len(got.Message.Artifacts) != 1 {
+		t.Fatalf("retry: %+v, %v", got, err)
+	}
+	if n := s.Calls(slackfake.FileDownload); n < 3 {
+		t.Errorf("%d downloads, want the three tries", n)
+	}
+}
