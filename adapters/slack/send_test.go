@@ -764,3 +764,33 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatalf("%d posts for %d sends", len(fake.Posts()), b.N)
 	}
 }
+
+// FuzzSplit: whatever the text, every piece fits, none is empty, valid
+// UTF-8 stays valid, and the pieces hold the text's characters in order
+// (white space at the cuts and the fences added to close a code block
+// aside).
+func FuzzSplit(f *testing.F) {
+	f.Add("para one\n\npara two with <https://x.example|a link> and ```code\nmore```", 20, true)
+	f.Add(strings.Repeat("长 ", 40), 13, false)
+	f.Add("```\n"+strings.Repeat("x\n", 60)+"```", 25, true)
+	f.Fuzz(func(t *testing.T, s string, max int, mrkdwn bool) {
+		if max < 12 || max > 200 || len(s) > 4000 {
+			t.Skip()
+		}
+		parts := split(s, max, mrkdwn)
+		squash := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "```", "")), "") }
+		var all strings.Builder
+		for i, p := range parts {
+			if n := utf8.RuneCountInString(p); n > max || strings.TrimSpace(p) == "" {
+				t.Fatalf("piece %d of %d runes (max %d): %q", i, n, max, p)
+			}
+			if utf8.ValidString(s) && !utf8.ValidString(p) {
+				t.Fatalf("piece %d is not UTF-8: %q", i, p)
+			}
+			all.WriteString(p)
+		}
+		if got, want := squash(all.String()), squash(s); got != want {
+			t.Fatalf("pieces hold %q, the text %q", got, want)
+		}
+	})
+}
