@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -497,8 +498,20 @@ func init() {
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
 	req, status, err := s.parse(w, r, method)
+	rec := httptest.NewRecorder()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.answer(rec, method, req, status, err)
+	s.mu.Unlock()
+	// Written with the lock released: a client slow to read its answer
+	// holds up no other call.
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// answer answers a call whose parameters parse read (or failed to read,
+// with status and err). Called with s.mu held.
+func (s *Server) answer(w http.ResponseWriter, method string, req *request, status int, err error) {
 	s.calls[method]++
 	if err != nil {
 		writeJSON(w, status, map[string]any{"ok": false, "error": err.Error()})
