@@ -32,8 +32,8 @@ type corpusMessage struct {
 }
 
 // corpusMessages returns every message (an object with a "text" string and
-// a "ts", "type" or "blocks") in the corpus files of dir, however deeply
-// an envelope nests it.
+// a "ts", "blocks" or the type message or app_mention) in the corpus files
+// of dirs, however deeply an envelope nests it.
 func corpusMessages(t *testing.T, dirs ...string) []corpusMessage {
 	t.Helper()
 	root := testutil.CorpusDir(t)
@@ -64,9 +64,9 @@ func walkMessages(where string, v any, out *[]corpusMessage) {
 	case map[string]any:
 		text, isText := v["text"].(string)
 		_, hasTS := v["ts"]
-		_, hasType := v["type"]
+		typ, _ := v["type"].(string)
 		blocks, hasBlocks := v["blocks"]
-		if isText && (hasTS || hasType || hasBlocks) {
+		if isText && (hasTS || hasBlocks || typ == "message" || typ == "app_mention") {
 			m := corpusMessage{where: where, text: text}
 			if hasBlocks {
 				m.blocks, _ = json.Marshal(blocks)
@@ -129,6 +129,17 @@ func TestCorpusMessages(t *testing.T) {
 		compared++
 		if a, b := words(fromText), words(fromBlocks); !slices.Equal(a, b) {
 			t.Errorf("%s: text and blocks disagree\ntext:   %q\n  → %q\n  words %q\nblocks: %q\n  words %q", m.where, m.text, fromText, a, fromBlocks, b)
+		}
+	}
+	// The blocks files are blocks, not messages: each converts on its own.
+	files, _ := filepath.Glob(filepath.Join(testutil.CorpusDir(t), "chat", "slack", "blocks", "*.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md, ok := mrkdwn.BlocksToMarkdown(data, corpusNames); !utf8.ValidString(md) || (!ok && !strings.Contains(f, "rich_text_list")) {
+			t.Errorf("%s: %q, %v", f, md, ok)
 		}
 	}
 	if compared < 10 {
