@@ -321,7 +321,14 @@ func TestNoQuadraticHeaders(t *testing.T) {
 		"comments":           "(",
 		"percent params":     "; a*0*=%",
 	} {
-		small, large := run(unit, 50<<10), run(unit, 200<<10)
+		// A load spike can slow one measurement; quadratic work is slow
+		// every time, so it fails only when three tries in a row do.
+		var small, large time.Duration
+		for try := 0; try < 3; try++ {
+			if small, large = run(unit, 50<<10), run(unit, 200<<10); large <= 10*small+20*time.Millisecond {
+				break
+			}
+		}
 		if large > 10*small+20*time.Millisecond {
 			t.Errorf("%s: 50 KB in %v, 200 KB in %v: the work grows faster than the size", name, small, large)
 		}
