@@ -183,8 +183,8 @@ func SameSession(parent *Parent) schema.Recipients {
 // ChatResolver is the rules for drafts of a chat provider whose recipients
 // are ids that IDs matches: a reply goes to the chat of the message
 // answered (SameSession), and every attempt sends with one uuid fixed at
-// queue time (Lark's uuid, Slack's client_msg_id). The inbound id of what
-// it posts comes from the receipt.
+// queue time (Lark's uuid). The inbound id of what it posts comes from the
+// receipt. Slack has a Resolver of its own (threads, DMs to users).
 type ChatResolver struct {
 	IDs *regexp.Regexp
 }

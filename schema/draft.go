@@ -154,8 +154,8 @@ type Draft struct {
 	// Agent is who queued it.
 	Agent string `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// IdempotencyKey is fixed at queue time and sent with every attempt:
-	// the Message-ID of an email, the uuid of a Lark message, the
-	// client_msg_id of a Slack message.
+	// the Message-ID of an email, the uuid of a Lark message; a Slack
+	// post carries it in its metadata (Slack has no idempotent post).
 	IdempotencyKey string `yaml:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
 	// InboundID is the id this message has in the inbound id space when it
 	// is seen coming back (an IMAP copy of mail we sent, Slack's echo of
