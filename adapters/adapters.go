@@ -122,6 +122,21 @@ type Attempt struct {
 	// Gate, when set, bounds the duplicates a crash can cause; a Sender
 	// passes through it with EnterCommit.
 	Gate Gate
+	// Progress, when set, records at once what this attempt has reached
+	// so far (a recipient, a part of a message posted in several), before
+	// Send returns: a crash in the middle of a send then repeats only the
+	// step in flight, and the next attempt finds the others in Accepted.
+	// A Sender still reports them in its Receipt or PartialError; the
+	// engine keeps each address once.
+	Progress func(ctx context.Context, reached ...schema.RecipientResult) error
+}
+
+// Reached records reached through the attempt's Progress, if it has one.
+func (a *Attempt) Reached(ctx context.Context, reached ...schema.RecipientResult) error {
+	if a.Progress == nil {
+		return nil
+	}
+	return a.Progress(ctx, reached...)
 }
 
 // EnterCommit waits for the engine's leave to hand the message over for

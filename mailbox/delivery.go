@@ -153,13 +153,23 @@ func (mb *Mailbox) Accepted(ctx context.Context, id string) ([]schema.RecipientR
 }
 
 // AddAccepted records recipients an attempt reached, so that the next
-// attempt leaves them out.
+// attempt leaves them out. An address already recorded is kept as it was.
 func (mb *Mailbox) AddAccepted(ctx context.Context, id string, more []schema.RecipientResult) error {
 	prev, err := mb.Accepted(ctx, id)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(append(prev, more...))
+	had := map[string]bool{}
+	for _, r := range prev {
+		had[r.Address] = true
+	}
+	for _, r := range more {
+		if !had[r.Address] {
+			had[r.Address] = true
+			prev = append(prev, r)
+		}
+	}
+	b, err := json.Marshal(prev)
 	if err != nil {
 		return err
 	}

@@ -540,7 +540,10 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	defer tk.Leave()
 	sctx, cancel := context.WithTimeout(e.sendCtx, e.opts.SendTimeout)
 	start := e.opts.Now()
-	rcpt, err := sender.Send(sctx, &adapters.Attempt{Draft: d, Accepted: accepted, Gate: tk})
+	progress := func(ctx context.Context, reached ...schema.RecipientResult) error {
+		return e.mb.AddAccepted(ctx, d.ID, reached)
+	}
+	rcpt, err := sender.Send(sctx, &adapters.Attempt{Draft: d, Accepted: accepted, Gate: tk, Progress: progress})
 	cancel()
 	var pe *adapters.PartialError
 	if errors.As(err, &pe) && len(pe.Accepted) > 0 {

@@ -139,7 +139,13 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 			reply = ids
 		}
 		done[addr(st)] = reply
-		posted = append(posted, schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(reply)})
+		step := schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(reply)}
+		posted = append(posted, step)
+		// Recorded at once: a crash before the last step repeats only the
+		// step in flight, not the parts already posted.
+		if err := at.Reached(ctx, step); err != nil {
+			s.a.log.Warn("slack: could not record a step posted; a crash now would post it again", "draft", d.ID, "step", st.label, "error", err)
+		}
 	}
 	s.a.health.Event()
 

@@ -794,3 +794,37 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// Each part is recorded through Attempt.Progress as soon as it is posted:
+// a crash in the middle of a long draft (here: the process gone after the
+// first part, whatever Send would have returned) repeats no part already
+// posted, since the next attempt finds them in Accepted.
+func TestSendRecordsEachStep(t *testing.T) {
+	r := newRig(t, config.Limits{})
+	var paras []string
+	for i := range 12 {
+		paras = append(paras, fmt.Sprintf("Section %d. ", i)+strings.Repeat("lorem ipsum ", 80))
+	}
+	d := draft(general, strings.Join(paras, "\n\n")+"\n") // three posts
+	var recorded []schema.RecipientResult
+	cctx, crash := context.WithCancel(ctx)
+	r.send.Send(cctx, &adapters.Attempt{Draft: d, Progress: func(_ context.Context, reached ...schema.RecipientResult) error {
+		recorded = append(recorded, reached...)
+		crash() // the process dies before the next part
+		return nil
+	}})
+	if len(recorded) != 1 || len(r.fake.Posts()) != 1 {
+		t.Fatalf("recorded %d steps, %d posts, want the first of each", len(recorded), len(r.fake.Posts()))
+	}
+	rc, err := r.send.Send(ctx, &adapters.Attempt{Draft: d, Accepted: recorded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts := r.fake.Posts()
+	if len(posts) != 3 {
+		t.Fatalf("%d posts after the restart, want 3 (none twice)", len(posts))
+	}
+	if rc.ProviderMessageID != posts[0].TS {
+		t.Errorf("receipt names %s, want the first post's ts %s", rc.ProviderMessageID, posts[0].TS)
+	}
+}
