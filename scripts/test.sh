@@ -33,6 +33,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 go mod download
+# Independent checks from npm: the Slack mrkdwn tests compare with two
+# JavaScript implementations (skipped, with a warning, when npm is missing).
+npmdir=adapters/slack/internal/mrkdwn/testdata/npm
+if command -v npm >/dev/null; then
+  npm ci --prefix "$npmdir" --no-audit --no-fund --loglevel=error >/dev/null ||
+    echo "warning: npm ci in $npmdir failed; TestNodeReference will be skipped" >&2
+else
+  echo "warning: no npm; TestNodeReference will be skipped" >&2
+fi
 go vet ./...
 # Real servers are required when they are installed: a test that would
 # skip for lack of Dovecot fails instead, so CI cannot pass by skipping.
