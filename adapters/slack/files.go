@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
@@ -104,6 +105,9 @@ func (a *Adapter) tokenHost(u *url.URL) bool {
 // altogether, so no request at all goes elsewhere) and at most 5 times.
 func (a *Adapter) fileClient() *http.Client {
 	c := *a.http
+	// The client's overall timeout suits API calls, not a file of 100 MB
+	// on a slow link: fetchFile bounds each download by its size instead.
+	c.Timeout = 0
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
 			return skip("file download: too many redirects")
@@ -185,6 +189,15 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 		// the workspace.
 		return schema.Artifact{}, skip("file URL is on %s, which is not Slack's: not fetched", hostOf(u))
 	}
+	// A minute, and a second more for every 64 KiB the file may have: a
+	// download that crawls slower than that (a stalled connection) gives
+	// up, and the event is tried again.
+	size := f.Size
+	if size <= 0 {
+		size = a.limits.MaxArtifactBytes
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(max(size, 0)>>16)*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return schema.Artifact{}, skip("file URL not usable")
