@@ -1085,3 +1085,101 @@ func BenchmarkPostMessage(b *testing.B) {
 		}
 	}
 }
+
+// TestRawMessages: a message added as JSON comes back with every field,
+// those slack-go does not know too.
+func TestRawMessages(t *testing.T) {
+	s := slackfake.New(t, slackfake.Options{})
+	s.AddConversation(channel("C0GENERAL", "general", true))
+	s.AddRawMessage("C0GENERAL", []byte(`{"type":"message","user":"U0ALICE","ts":"1700000001.000100","text":"hi","x_unknown":{"kept":[1,2]}}`))
+	resp, err := http.PostForm(s.APIURL()+"conversations.history", url.Values{"token": {s.Options().BotToken}, "channel": {"C0GENERAL"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		OK       bool                         `json:"ok"`
+		Messages []map[string]json.RawMessage `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || !h.OK || len(h.Messages) != 1 {
+		t.Fatalf("history = %+v, %v", h, err)
+	}
+	if got := string(h.Messages[0]["x_unknown"]); got != `{"kept":[1,2]}` {
+		t.Errorf("x_unknown = %s, want it as added", got)
+	}
+}
+
+// TestCorpusMessages stores the corpus's messages as they are and reads
+// them back through slack-go: each in history, a thread through replies.
+func TestCorpusMessages(t *testing.T) {
+	root := filepath.Join(testutil.CorpusDir(t), "chat", "slack")
+	s := slackfake.New(t, slackfake.Options{})
+	ctx := ctxT(t)
+	paths, _ := filepath.Glob(filepath.Join(root, "messages", "*.json"))
+	more, _ := filepath.Glob(filepath.Join(root, "export-messages", "*.json"))
+	paths = append(paths, more...)
+	if len(paths) < 10 {
+		t.Fatalf("%d corpus messages, want the corpus's", len(paths))
+	}
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each file has a channel of its own: some share a ts.
+		id := fmt.Sprintf("C0CORPUS%02d", i)
+		s.AddConversation(channel(id, id, true))
+		var msgs []json.RawMessage
+		if json.Unmarshal(b, &msgs) != nil {
+			msgs = []json.RawMessage{b}
+		}
+		var want []slack.Message
+		for _, raw := range msgs {
+			s.AddRawMessage(id, raw)
+			var m slack.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			want = append(want, m)
+		}
+		name := filepath.Base(p)
+		h, err := bot(s).GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: id})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var inHistory []string
+		for _, m := range want {
+			if m.ThreadTimestamp == "" || m.ThreadTimestamp == m.Timestamp || m.SubType == "thread_broadcast" {
+				inHistory = append([]string{m.Timestamp}, inHistory...) // newest first
+			}
+		}
+		var got []string
+		for j, m := range h.Messages {
+			got = append(got, m.Timestamp)
+			if w := want[slices.IndexFunc(want, func(x slack.Message) bool { return x.Timestamp == m.Timestamp })]; m.Text != w.Text || m.SubType != w.SubType || m.User != w.User {
+				t.Errorf("%s: history message %d = %q/%q/%q, want %q/%q/%q", name, j, m.Text, m.SubType, m.User, w.Text, w.SubType, w.User)
+			}
+		}
+		if !slices.Equal(got, inHistory) {
+			t.Errorf("%s: history %v, want %v", name, got, inHistory)
+		}
+		// A reply's thread: the whole thread when its parent is there,
+		// the reply alone when not.
+		for _, m := range want {
+			if m.ThreadTimestamp == "" || m.ThreadTimestamp == m.Timestamp {
+				continue
+			}
+			r, _, _, err := bot(s).GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: id, Timestamp: m.Timestamp})
+			if err != nil {
+				t.Fatalf("%s: replies: %v", name, err)
+			}
+			n := 1
+			if slices.ContainsFunc(want, func(x slack.Message) bool { return x.Timestamp == m.ThreadTimestamp }) {
+				n = len(want)
+			}
+			if len(r) != n || !slices.ContainsFunc(r, func(x slack.Message) bool { return x.Timestamp == m.Timestamp }) {
+				t.Errorf("%s: replies of %s = %d messages, want %d with it", name, m.Timestamp, len(r), n)
+			}
+		}
+	}
+}
