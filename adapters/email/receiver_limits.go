@@ -335,6 +335,11 @@ type sessionConn struct {
 	moved    time.Time
 	endedMsg bool // a message ended; the next reply is its answer
 	evicted  bool
+	// evicting is closed once evict has told the client why and closed
+	// the socket: Close waits for it, so that a session whose Read ends
+	// first (input arrived as it was marked) cannot close the socket
+	// before the client has the reason.
+	evicting chan struct{}
 	final    bool // err ends the session: nothing more is handed over
 }
 
@@ -596,13 +601,19 @@ func (c *sessionConn) markEvicted() bool {
 		return false
 	}
 	c.evicted = true
+	c.evicting = make(chan struct{})
 	return true
 }
 
 // evict says why and closes the connection under a session marked
 // evicted; its go-smtp side ends on the read error.
 func (c *sessionConn) evict(msg string) {
+	defer close(c.evicting)
 	c.say(msg)
+	c.mu.Lock()
+	pending := c.r < c.w
+	c.mu.Unlock()
+	flushBeforeClose(c.Conn, pending)
 	c.Conn.Close()
 }
 
@@ -620,8 +631,11 @@ func (c *sessionConn) say(msg string) {
 // caps allow.
 func (c *sessionConn) Close() error {
 	c.mu.Lock()
-	pending := c.r < c.w
+	pending, evicting := c.r < c.w, c.evicting
 	c.mu.Unlock()
+	if evicting != nil {
+		<-evicting
+	}
 	flushBeforeClose(c.Conn, pending)
 	err := c.Conn.Close()
 	c.g.release(c)
