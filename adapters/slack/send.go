@@ -141,8 +141,12 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 		done[addr(st)] = reply
 		step := schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(reply)}
 		posted = append(posted, step)
-		// Recorded at once: a crash before the last step repeats only the
-		// step in flight, not the parts already posted.
+		// Recorded at once when more steps follow: a crash before the
+		// last step repeats only the step in flight, not the parts
+		// already posted (the last is recorded with the receipt).
+		if n == len(steps)-1 {
+			continue
+		}
 		if err := at.Reached(ctx, step); err != nil {
 			s.a.log.Warn("slack: could not record a step posted; a crash now would post it again", "draft", d.ID, "step", st.label, "error", err)
 		}
