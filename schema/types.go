@@ -79,6 +79,28 @@ const (
 
 var contentTypes = []ContentType{TypeText, TypeImage, TypeFile, TypeAudio, TypeVideo, TypeCard, TypeMixed}
 
+// TypeOf is the type of a message with words (or not) and artifacts: text
+// without artifacts; mixed with both; with artifacts only, image, audio or
+// video for one artifact of that kind, else file.
+func TypeOf(hasWords bool, arts []Artifact) ContentType {
+	switch {
+	case len(arts) == 0:
+		return TypeText
+	case hasWords:
+		return TypeMixed
+	case len(arts) == 1:
+		switch arts[0].Type {
+		case ArtifactImage:
+			return TypeImage
+		case ArtifactAudio:
+			return TypeAudio
+		case ArtifactVideo:
+			return TypeVideo
+		}
+	}
+	return TypeFile
+}
+
 // ArtifactType classifies an attachment (the five values of §7.2).
 type ArtifactType string
 

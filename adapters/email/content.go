@@ -193,7 +193,7 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 		return err
 	}
 	html.done(b.n)
-	m.Type = contentType(text.length() > 0 || html.length() > 0, m.Artifacts)
+	m.Type = schema.TypeOf(text.length() > 0 || html.length() > 0, m.Artifacts)
 
 	keep := func(weights ...int64) (kt, kh int) {
 		k := share([]int64{text.length(), html.length()}, weights, limit)

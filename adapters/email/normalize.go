@@ -435,28 +435,6 @@ func threadingAddrs(list []mime.Address) []threading.Address {
 	return out
 }
 
-// contentType is the message's type: text without artifacts; mixed with a
-// body and artifacts; with artifacts only, image, audio or video for one
-// artifact of that kind, else file.
-func contentType(hasBody bool, arts []schema.Artifact) schema.ContentType {
-	switch {
-	case len(arts) == 0:
-		return schema.TypeText
-	case hasBody:
-		return schema.TypeMixed
-	case len(arts) == 1:
-		switch arts[0].Type {
-		case schema.ArtifactImage:
-			return schema.TypeImage
-		case schema.ArtifactAudio:
-			return schema.TypeAudio
-		case schema.ArtifactVideo:
-			return schema.TypeVideo
-		}
-	}
-	return schema.TypeFile
-}
-
 // artifactOf names a stored part and describes it.
 func artifactOf(a *mime.Artifact, d *mime.Decoder) schema.Artifact {
 	name := a.FileName(d)

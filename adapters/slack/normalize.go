@@ -566,22 +566,9 @@ func attachmentsWords(atts []attachment, users, channels map[string]string) (tex
 			continue
 		}
 		ts = append(ts, strings.Join(tl, "\n"))
-		ms = append(ms, quote(strings.Join(ml, "\n\n")))
+		ms = append(ms, mrkdwn.Quote(strings.Join(ml, "\n\n")))
 	}
 	return strings.Join(ts, "\n\n"), strings.Join(ms, "\n\n")
-}
-
-// quote makes s a Markdown block quote.
-func quote(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		if l == "" {
-			lines[i] = ">"
-		} else {
-			lines[i] = "> " + l
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // files fetches the message's files into batch and notes those left out,
@@ -680,7 +667,7 @@ func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
 	if len(md) < len(fullMD) {
 		m.Body = strings.TrimRight(m.Body, "\n") + restLine(rests)
 	}
-	m.Type = contentType(n.hasWords, files)
+	m.Type = schema.TypeOf(n.hasWords, files)
 	return nil
 }
 
@@ -725,28 +712,6 @@ func restLine(arts []schema.Artifact) string {
 		where = append(where, fmt.Sprintf("%s (%d bytes, %s%s)", a.Name, a.Size, dropzonePrefix, a.Path))
 	}
 	return "\n\n[… this message goes on beyond what its file keeps, in " + strings.Join(where, ", ") + "]\n"
-}
-
-// contentType is the message's type, as the email adapter decides it:
-// text without files; mixed with words and files; a lone image, audio or
-// video file is that; other files, file.
-func contentType(hasWords bool, arts []schema.Artifact) schema.ContentType {
-	switch {
-	case len(arts) == 0:
-		return schema.TypeText
-	case hasWords:
-		return schema.TypeMixed
-	case len(arts) == 1:
-		switch arts[0].Type {
-		case schema.ArtifactImage:
-			return schema.TypeImage
-		case schema.ArtifactAudio:
-			return schema.TypeAudio
-		case schema.ArtifactVideo:
-			return schema.TypeVideo
-		}
-	}
-	return schema.TypeFile
 }
 
 // clean makes s fit a message file: valid UTF-8, no NUL.

@@ -233,7 +233,7 @@ func richText(elements []json.RawMessage, n Names, depth int) string {
 		case "rich_text_section":
 			s = paragraph(inline(e.Elements, n, depth+1))
 		case "rich_text_quote":
-			s = quote(paragraph(inline(e.Elements, n, depth+1)))
+			s = Quote(paragraph(inline(e.Elements, n, depth+1)))
 		case "rich_text_preformatted":
 			s = fenced(preText(e.Elements))
 		default:
@@ -260,8 +260,9 @@ func paragraph(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func quote(s string) string {
-	lines := strings.Split(s, "\n")
+// Quote makes Markdown s a block quote (its trailing line ends dropped).
+func Quote(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	for i, l := range lines {
 		if l == "" {
 			lines[i] = ">"
