@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
@@ -84,21 +85,8 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mb.Close() })
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dz.Close() })
-	return &env{root: root, mb: mb, dz: dz}
+	w := wstest.Mailbox(t)
+	return &env{root: w.Root, mb: w.MB, dz: w.DZ}
 }
 
 func (e *env) start(t *testing.T, opts outbound.Options) *outbound.Engine {

@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
@@ -33,32 +34,8 @@ type workspace struct {
 
 func newWorkspace(t testing.TB) *workspace {
 	t.Helper()
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ingest.New(mb, nil)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Cleanups run last in, first out: sources stopped in the test's own
-	// cleanups (registered later) are gone before the pipeline stops.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Stop(ctx)
-		dz.Close()
-		mb.Close()
-	})
-	return &workspace{root: root, mb: mb, pipe: p, dz: dz}
+	w := wstest.New(t, nil)
+	return &workspace{root: w.Root, mb: w.MB, pipe: w.Pipe, dz: w.DZ}
 }
 
 // dir is inbound/email.

@@ -18,11 +18,10 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -770,29 +769,8 @@ func BenchmarkNormalizeFile(b *testing.B) {
 // make one file, a redelivered edit (same event_id) writes nothing more,
 // the bot's own post writes nothing, and every file written validates.
 func TestPipelineOneFile(t *testing.T) {
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ingest.New(mb, nil)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Stop(ctx)
-		dz.Close()
-		mb.Close()
-	})
+	w := wstest.New(t, nil)
+	mb, dz, p := w.MB, w.DZ, w.Pipe
 	s := workspace(t)
 	a := newTestAdapter(t, s, func(o *Options) { o.Dropzone = dz })
 	own := event{ID: "EvOWN", Inner: json.RawMessage(`{"type":"message","channel":"C0GEN0001","user":"` + botUser + `","text":"our reply","ts":"1700009500.000001"}`)}

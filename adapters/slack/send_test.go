@@ -23,6 +23,7 @@ import (
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
@@ -658,21 +659,8 @@ func TestSendDamagedArtifact(t *testing.T) {
 // reading the mailbox's dropzone.
 func newMailboxRig(t *testing.T) (*mailbox.Mailbox, *rig) {
 	t.Helper()
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mb.Close() })
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dz.Close() })
-	return mb, newRigIn(t, config.Limits{}, dz)
+	w := wstest.Mailbox(t)
+	return w.MB, newRigIn(t, config.Limits{}, w.DZ)
 }
 
 func startEngine(t *testing.T, mb *mailbox.Mailbox, r *rig, obs outbound.Observer) {
