@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,24 @@ func (a *Adapter) inbound(p *adapters.Provider) {
 const maxChannels = 10000
 
 // maxThreads is how many recently active threads a channel remembers, for
-// the catch-up to look for replies posted to them during a gap.
-const maxThreads = 32
+// the catch-up to look for replies posted to them during a gap:
+// conversations.history lists top-level messages only, so a reply in a
+// thread whose parent is older than the checkpoint is found only by asking
+// that thread. Each costs one conversations.replies call per channel per
+// pass; past the bound the least recently active thread is dropped.
+const maxThreads = 100
+
+// threadIdle is how long a thread is remembered after its last activity:
+// a reply after a month of silence is rare, and asking about every thread
+// that ever was would cost a call each per pass.
+const threadIdle = 30 * 24 * time.Hour
+
+// activeThread is one remembered thread: its parent's ts and the ts of the
+// newest message of it seen (Slack's clock, as ts are).
+type activeThread struct {
+	TS   string `json:"ts"`
+	Last string `json:"last"`
+}
 
 // receiver is what every transport shares: the path from a Slack event to
 // a durable file (handle) and the per-channel positions.
@@ -44,6 +61,10 @@ type receiver struct {
 	// normalize turns an event into a message; a.normalize, swapped in
 	// tests.
 	normalize func(ctx context.Context, ev event) (*adapters.Event, error)
+
+	// now is the clock that ages threads out (threadIdle); time.Now,
+	// swapped in tests.
+	now func() time.Time
 
 	mu    sync.Mutex
 	chans map[string]*channelState
@@ -86,15 +107,25 @@ type channelState struct {
 	// history: the next one reads from there (in this process; a
 	// restart reads from the checkpoint).
 	passedTo string
-	threads  []string
+	// threads are the channel's recently active threads, most recent
+	// first; saved under threadsKey with each event that changes them.
+	threads []activeThread
 }
 
 func newReceiver(a *Adapter) *receiver {
-	return &receiver{a: a, normalize: a.normalize, chans: map[string]*channelState{}, failed: make(chan struct{}, 1)}
+	return &receiver{a: a, normalize: a.normalize, now: time.Now, chans: map[string]*channelState{}, failed: make(chan struct{}, 1)}
 }
 
 // checkpointKey is where a channel's position is saved.
 func checkpointKey(channel string) string { return "slack/" + channel }
+
+// threadsKey is where a channel's recently active threads are saved (JSON,
+// []activeThread). A key of its own rather than a richer value under
+// checkpointKey: the position stays a bare ts as it always was (values
+// saved before are read as they are, and nothing else reading it changes),
+// and the list, up to a few kilobytes, is written only with the events
+// that change it (a message in a thread), not with every message.
+func threadsKey(channel string) string { return "slack/" + channel + "/threads" }
 
 // acquire returns the channel's state, locked; release unlocks it.
 func (r *receiver) acquire(channel string) *channelState {
@@ -124,43 +155,99 @@ func (r *receiver) release(cs *channelState) {
 	r.mu.Unlock()
 }
 
-// position returns the channel's saved ts, reading it from the Sink the
-// first time. cs must be held.
-func (cs *channelState) position(ctx context.Context, sink adapters.Sink, channel string) (string, bool, error) {
+// position returns the channel's saved ts, reading it and the channel's
+// active threads from the Sink the first time. cs must be held.
+func (r *receiver) position(ctx context.Context, cs *channelState, sink adapters.Sink, channel string) (string, bool, error) {
 	if !cs.loaded {
 		v, ok, err := sink.Checkpoint(ctx, checkpointKey(channel))
 		if err != nil {
 			return "", false, fmt.Errorf("slack: checkpoint of %s: %w", channel, err)
 		}
+		tv, tok, err := sink.Checkpoint(ctx, threadsKey(channel))
+		if err != nil {
+			return "", false, fmt.Errorf("slack: active threads of %s: %w", channel, err)
+		}
 		if ok {
 			cs.ts = v
+		}
+		cs.threads = nil
+		if tok {
+			threads, err := decodeThreads(tv)
+			if err != nil {
+				// Not worth stopping the channel's catch-up for: what is
+				// lost is at most the replies to older threads posted
+				// during a gap, and the list is rebuilt as threads move.
+				r.a.log.Warn("slack: the saved active threads are unreadable; starting without them", "key", threadsKey(channel), "err", err)
+			}
+			cs.threads = threads
 		}
 		cs.loaded = true
 	}
 	return cs.ts, cs.ts != "", nil
 }
 
-// noteThread remembers a thread as active. cs must be held.
-func (cs *channelState) noteThread(ts string) {
-	for i, t := range cs.threads {
-		if t == ts {
-			copy(cs.threads[1:i+1], cs.threads[:i])
-			cs.threads[0] = ts
-			return
+// decodeThreads reads a saved thread list: its valid entries, most
+// recent first (prune relies on the order), at most maxThreads.
+func decodeThreads(v string) ([]activeThread, error) {
+	var all []activeThread
+	if err := json.Unmarshal([]byte(v), &all); err != nil {
+		return nil, fmt.Errorf("slack: active threads %.40q are not a JSON list: %w", v, err)
+	}
+	out := make([]activeThread, 0, len(all))
+	for _, t := range all {
+		if validTS(t.TS) && validTS(t.Last) {
+			out = append(out, t)
 		}
 	}
-	if len(cs.threads) < maxThreads {
-		cs.threads = append(cs.threads, "")
-	}
-	copy(cs.threads[1:], cs.threads)
-	cs.threads[0] = ts
+	sort.SliceStable(out, func(i, j int) bool { return tsAfter(out[i].Last, out[j].Last) })
+	return out[:min(len(out), maxThreads)], nil
 }
 
-// activeThreads returns the threads the channel saw lately.
-func (r *receiver) activeThreads(channel string) []string {
-	cs := r.acquire(channel)
-	defer r.release(cs)
-	return append([]string(nil), cs.threads...)
+// withThread returns the channel's thread list with thread active at
+// last, most recent first, without those idle since before now-threadIdle
+// and past maxThreads; changed is false when that is the list as it is.
+// cs must be held.
+func (cs *channelState) withThread(thread, last string, now time.Time) (out []activeThread, changed bool) {
+	out = make([]activeThread, 0, len(cs.threads)+1)
+	found := false
+	for _, t := range cs.threads {
+		if t.TS == thread {
+			found = true
+			if tsAfter(last, t.Last) {
+				t.Last = last
+			}
+		}
+		out = append(out, t)
+	}
+	if !found {
+		out = append(out, activeThread{TS: thread, Last: last})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return tsAfter(out[i].Last, out[j].Last) })
+	out = prune(out, now)
+	return out, !slices.Equal(out, cs.threads)
+}
+
+// prune drops from a most-recent-first list the threads idle too long and
+// those past maxThreads.
+func prune(threads []activeThread, now time.Time) []activeThread {
+	cutoff := now.Add(-threadIdle).Unix()
+	for i, t := range threads {
+		if sec, _, _ := parseTS(t.Last); sec < cutoff || i >= maxThreads {
+			return threads[:i]
+		}
+	}
+	return threads
+}
+
+// activeThreads returns the parents' ts of the threads the channel saw
+// lately, read from the Sink after a restart. cs must be held.
+func (r *receiver) activeThreads(cs *channelState) []string {
+	cs.threads = prune(cs.threads, r.now())
+	out := make([]string, len(cs.threads))
+	for i, t := range cs.threads {
+		out[i] = t.TS
+	}
+	return out
 }
 
 // peek is what handle reads of an event itself: where it happened and when.
@@ -210,7 +297,7 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 	}
 	cs := r.acquire(channel)
 	defer r.release(cs)
-	saved, _, err := cs.position(ctx, sink, channel)
+	saved, _, err := r.position(ctx, cs, sink, channel)
 	if err != nil {
 		return err
 	}
@@ -218,7 +305,37 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 	if newer {
 		out.Checkpoint = &adapters.Checkpoint{Key: checkpointKey(channel), Value: ts}
 	}
-	if err := r.deliver(ctx, sink, *out); err != nil {
+	// The thread the message is part of is active: saved with the
+	// message, in the same Deliver (one write), whether or not the
+	// channel is caught up (the list says where to look, not how far).
+	thread := pk.ThreadTS
+	if thread == "" && pk.Message != nil {
+		thread = pk.Message.ThreadTS
+	}
+	if !validTS(thread) && out.Self && pk.Type == "message" && pk.Message == nil {
+		// Our own top-level post (its echo): where a person answers the
+		// agent, so its first reply is worth looking for after a gap.
+		thread = ts
+	}
+	var threads []activeThread
+	var more []adapters.Event
+	if validTS(thread) {
+		last := ts
+		if !validTS(last) {
+			last = thread
+		}
+		var changed bool
+		if threads, changed = cs.withThread(thread, last, r.now()); changed {
+			v, err := json.Marshal(threads)
+			if err != nil {
+				return fmt.Errorf("slack: active threads of %s: %w", channel, err)
+			}
+			more = append(more, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: threadsKey(channel), Value: string(v)}})
+		} else {
+			threads = nil
+		}
+	}
+	if err := r.deliver(ctx, sink, *out, more...); err != nil {
 		return err
 	}
 	if newer {
@@ -227,18 +344,16 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 	if tsAfter(ts, cs.delivered) {
 		cs.delivered = ts
 	}
-	thread := pk.ThreadTS
-	if thread == "" && pk.Message != nil {
-		thread = pk.Message.ThreadTS
-	}
-	if validTS(thread) {
-		cs.noteThread(thread)
+	if threads != nil {
+		cs.threads = threads
 	}
 	return nil
 }
 
-func (r *receiver) deliver(ctx context.Context, sink adapters.Sink, ev adapters.Event) error {
-	if err := sink.Deliver(ctx, ev); err != nil {
+// deliver hands ev, and the checkpoint-only events more, to the Sink in
+// one call.
+func (r *receiver) deliver(ctx context.Context, sink adapters.Sink, ev adapters.Event, more ...adapters.Event) error {
+	if err := sink.Deliver(ctx, append([]adapters.Event{ev}, more...)...); err != nil {
 		return fmt.Errorf("slack: deliver %s: %w", ev.Message.ID, err)
 	}
 	r.a.health.Event()
@@ -251,7 +366,7 @@ func (r *receiver) deliver(ctx context.Context, sink adapters.Sink, ev adapters.
 func (r *receiver) caughtUp(ctx context.Context, sink adapters.Sink, channel, ts string) error {
 	cs := r.acquire(channel)
 	defer r.release(cs)
-	saved, _, err := cs.position(ctx, sink, channel)
+	saved, _, err := r.position(ctx, cs, sink, channel)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -392,4 +393,117 @@ func TestInboundWiring(t *testing.T) {
 			t.Errorf("%s: %v", c.mode, err)
 		}
 	}
+}
+
+// The active threads saved with the messages: a position saved as a bare
+// ts with no thread list (by the code before the list was saved) is read
+// as it always was; an unreadable list is named in a warning and the
+// channel is still caught up, the list rebuilt by the next message in a
+// thread; our own top-level post counts as a thread (people answer the
+// agent there), our own edit does not.
+func TestThreadsSaved(t *testing.T) {
+	w := newInWorld(t, "events")
+	var logs strings.Builder
+	var logMu sync.Mutex
+	w.a.log = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	ctx := context.Background()
+	now := time.Unix(1700200100, 0)
+	w.r.now = func() time.Time { return now }
+	const old, bad = "C0OLDFMT1", "C0BADLIST"
+	w.channel(old, "old")
+	w.channel(bad, "bad")
+	for _, ch := range []string{old, bad} {
+		w.post(ch, "1700200004.000100", "", "before the position")
+	}
+	if err := w.pipe.Deliver(ctx,
+		adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(old), Value: "1700200005.000100"}},
+		adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(bad), Value: "1700200005.000100"}},
+		adapters.Event{Checkpoint: &adapters.Checkpoint{Key: threadsKey(bad), Value: `{"ts": 1`}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []string{old, bad} {
+		w.post(ch, "1700200006.000100", "", "after the position")
+	}
+	p := &replayer{r: w.r, limits: defaultReplayLimits}
+	before := w.fake.Calls("conversations.replies")
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{msgID(bad, "1700200006.000100"), msgID(old, "1700200006.000100")}
+	if got := w.ids(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	for _, ch := range []string{old, bad} {
+		if got := w.checkpoint(t, ch); got != "1700200006.000100" {
+			t.Errorf("%s: checkpoint %q, want 1700200006.000100 (a bare ts, as before)", ch, got)
+		}
+	}
+	if n := w.fake.Calls("conversations.replies") - before; n != 0 {
+		t.Errorf("%d conversations.replies calls with no thread known", n)
+	}
+	logMu.Lock()
+	if s := logs.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, threadsKey(bad)) {
+		t.Errorf("no warning naming %s: %q", threadsKey(bad), s)
+	}
+	logMu.Unlock()
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvTS1", Inner: w.post(bad, "1700200008.000100", "1700200006.000100", "a reply")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.savedThreads(t, bad); fmt.Sprint(got) != fmt.Sprint([]activeThread{{"1700200006.000100", "1700200008.000100"}}) {
+		t.Errorf("threads %+v after a reply", got)
+	}
+
+	// Our own top-level post's echo: a thread; our edit of it: not one.
+	mine, _ := json.Marshal(map[string]any{"type": "message", "channel": old, "user": "U0BOT", "bot_id": "B0BOT",
+		"ts": "1700200009.000100", "event_ts": "1700200009.000100", "text": "the agent asks"})
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvTS2", Inner: mine}); err != nil {
+		t.Fatal(err)
+	}
+	edit, _ := json.Marshal(map[string]any{"type": "message", "subtype": "message_changed", "channel": old,
+		"ts": "1700200010.000100", "event_ts": "1700200010.000100",
+		"message":          map[string]any{"type": "message", "user": "U0BOT", "bot_id": "B0BOT", "ts": "1700200009.000100", "text": "the agent asks again"},
+		"previous_message": map[string]any{"type": "message", "user": "U0BOT", "bot_id": "B0BOT", "ts": "1700200009.000100", "text": "the agent asks"}})
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvTS3", Inner: edit}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.savedThreads(t, old); fmt.Sprint(got) != fmt.Sprint([]activeThread{{"1700200009.000100", "1700200009.000100"}}) {
+		t.Errorf("threads %+v after our post and its edit, want our post alone", got)
+	}
+	if w.hasFile(t, msgID(old, "1700200009.000100")) {
+		t.Error("our own post was written")
+	}
+}
+
+// A saved list is read within its bounds: entries that are not threads
+// are skipped, and the maxThreads most recent are kept, most recent first.
+func TestDecodeThreads(t *testing.T) {
+	var in []activeThread
+	in = append(in, activeThread{TS: "x", Last: "1700000000.000100"}, activeThread{TS: "1700000000.000100"})
+	for i := range maxThreads + 10 {
+		ts := fmt.Sprintf("%d.000100", 1700000000+i)
+		in = append(in, activeThread{TS: ts, Last: ts})
+	}
+	v, _ := json.Marshal(in)
+	got, err := decodeThreads(string(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != maxThreads || got[0].TS != fmt.Sprintf("%d.000100", 1700000000+maxThreads+9) || got[maxThreads-1].TS != "1700000010.000100" {
+		t.Errorf("%d threads, first %+v, last %+v", len(got), got[0], got[len(got)-1])
+	}
+	if _, err := decodeThreads(`"1700000000.000100"`); err == nil || !strings.HasPrefix(err.Error(), "slack: active threads") {
+		t.Errorf("a value that is not a list: %v", err)
+	}
+}
+
+// lockedWriter serialises writes to a log buffer read by the test.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }

@@ -42,6 +42,12 @@ var defaultReplayLimits = replayLimits{pages: 200, messages: 5000, pageSize: 200
 type replayer struct {
 	r      *receiver
 	limits replayLimits
+	// done are the channels caught up since the last pass that read
+	// everything: a pass after one that stopped at its bounds skips them,
+	// so that channels early in the list (each asking up to maxThreads
+	// threads) cannot use every pass's budget and starve the rest.
+	// Used by the one goroutine that runs the passes.
+	done map[string]bool
 }
 
 // errPassIncomplete reports a pass that stopped at its bounds; another
@@ -62,11 +68,20 @@ func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 		errs = append(errs, err)
 	}
 	for _, ch := range channels {
+		if p.done[ch] {
+			continue
+		}
 		if budget <= 0 {
 			incomplete = true
 			break
 		}
 		err := p.channel(ctx, sink, ch, &budget)
+		if err == nil {
+			if p.done == nil {
+				p.done = map[string]bool{}
+			}
+			p.done[ch] = true
+		}
 		switch {
 		case gone(err):
 			// Deleted, archived, or the bot was removed: nothing to
@@ -81,13 +96,13 @@ func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if incomplete {
+	if err := errors.Join(errs...); err == nil && incomplete {
 		return errPassIncomplete
 	}
-	return nil
+	// The round is over (read whole, or failed: the next pass, at the
+	// next gap or interval, starts one anew).
+	p.done = nil
+	return errors.Join(errs...)
 }
 
 // channels are the conversations to catch up: those the bot is a member
@@ -168,9 +183,13 @@ func isMissingScope(err error) bool {
 func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, budget *int) error {
 	a := p.r.a
 	cs := p.r.acquire(ch)
-	saved, ok, err := cs.position(ctx, sink, ch)
+	saved, ok, err := p.r.position(ctx, cs, sink, ch)
 	resume, resumeNewest := cs.resume, cs.resumeNewest
 	pending := cs.resumeThreads
+	// The threads active lately (saved, so a restart knows them too): a
+	// reply posted to one during the gap is not in the history read
+	// below when its parent is older than from.
+	remembered := p.r.activeThreads(cs)
 	// Read from where the last catch-up read up to, when that is before
 	// the checkpoint: live events moved the checkpoint on, and an event
 	// Slack never delivered (it gives up after three tries) is only found
@@ -196,7 +215,7 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 	// thread replies in their place.
 	var msgs []slackapi.Message
 	threads := map[string]bool{}
-	for _, t := range p.r.activeThreads(ch) {
+	for _, t := range remembered {
 		threads[t] = true
 	}
 	for _, t := range pending {

@@ -277,3 +277,220 @@ func TestReplayMissingScope(t *testing.T) {
 		t.Errorf("the channel seen live was not caught up: %v", w.ids(t))
 	}
 }
+
+// tsAt is the Slack ts of a second.
+func tsAt(sec int64) string { return fmt.Sprintf("%d.000100", sec) }
+
+// restart replaces the adapter and its receiver with new ones on the same
+// mailbox, as a new process would have: nothing in memory, only what the
+// mailbox saved. The new receiver's clock is clock.
+func (w *inWorld) restart(clock *testutil.Clock) {
+	w.a = newAdapter(Options{Config: w.a.cfg, Dropzone: w.a.dz})
+	w.r = newReceiver(w.a)
+	w.r.now = clock.Now
+}
+
+// A restart: a reply posted while Courier was down, in a thread whose
+// parent is older than the checkpoint (so not in the history read back),
+// is found because the thread's activity was saved with the mailbox; a
+// top-level message of the gap too; each once, and Slack's late events
+// for them then write nothing.
+func TestReplayAfterRestart(t *testing.T) {
+	w := newInWorld(t, "socket")
+	const ch = "C0RESTART"
+	base := int64(1700007000)
+	clock := &testutil.Clock{T: time.Unix(base+3600, 0)}
+	w.r.now = clock.Now
+	w.channel(ch, "restart")
+	w.post(ch, tsAt(base), "", "before Courier")
+	rs := startSocket(t, w, w.pipe)
+	testutil.WaitFor(t, 10*time.Second, "the first catch-up to record the channel", func() bool {
+		return w.checkpoint(t, ch) == tsAt(base)
+	})
+	parent, reply := tsAt(base+1), tsAt(base+2)
+	live := []json.RawMessage{w.post(ch, parent, "", "a question"), w.post(ch, reply, parent, "a first answer")}
+	for i, ev := range live {
+		waitAck(t, rs, send(t, w.fake, callback(fmt.Sprintf("EvRS%d", i), ev)))
+	}
+	if got := w.checkpoint(t, ch); got != reply {
+		t.Fatalf("checkpoint %q after live events, want %s", got, reply)
+	}
+	rs.close()
+
+	// Courier is down: a reply in the old thread, and a new top-level.
+	late, top := tsAt(base+3), tsAt(base+4)
+	gap := []json.RawMessage{w.post(ch, late, parent, "answered while Courier was down"), w.post(ch, top, "", "top-level while down")}
+
+	w.restart(clock)
+	repliesBefore := w.fake.Calls("conversations.replies")
+	rs = startSocket(t, w, w.pipe)
+	want := []string{msgID(ch, parent), msgID(ch, reply), msgID(ch, late), msgID(ch, top)}
+	testutil.WaitFor(t, 10*time.Second, "the gap's messages", func() bool { return len(w.ids(t)) >= len(want) })
+	testutil.WaitFor(t, 10*time.Second, "the checkpoint after the catch-up", func() bool { return w.checkpoint(t, ch) == top })
+	if n := w.fake.Calls("conversations.replies") - repliesBefore; n != 1 {
+		t.Errorf("%d conversations.replies calls, want 1 (the one thread saved as active)", n)
+	}
+	// Slack's events for all of them, late: acked, nothing written.
+	for i, ev := range append(live, gap...) {
+		waitAck(t, rs, send(t, w.fake, callback(fmt.Sprintf("EvRSLATE%d", i), ev)))
+	}
+	if got := w.ids(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	if m := w.files(t)[msgID(ch, late)]; m == nil || string(m.ReplyTo) != msgID(ch, parent) {
+		t.Errorf("the reply read back is not in its thread: %+v", m)
+	}
+	if got := w.checkpoint(t, ch); got != top {
+		t.Errorf("checkpoint %q, want %s", got, top)
+	}
+}
+
+// savedThreads reads a channel's saved active threads.
+func (w *inWorld) savedThreads(t testing.TB, channel string) []activeThread {
+	t.Helper()
+	v, ok, err := w.pipe.Checkpoint(context.Background(), threadsKey(channel))
+	if err != nil || !ok {
+		t.Fatalf("threads of %s: saved %v, %v", channel, ok, err)
+	}
+	threads, err := decodeThreads(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return threads
+}
+
+// The remembered threads are bounded: past maxThreads the least recently
+// active are dropped, a thread idle for threadIdle is not asked any more,
+// and a catch-up after a restart asks at most maxThreads threads.
+func TestReplayThreadsBound(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0THREADS"
+	const n = maxThreads + 5
+	base := int64(1700100000)
+	clock := &testutil.Clock{T: time.Unix(base+n*3600, 0)}
+	w.r.now = clock.Now
+	w.channel(ch, "threads")
+	ctx := context.Background()
+	p := &replayer{r: w.r, limits: defaultReplayLimits}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	// Thread i: a parent, and a reply an hour later than thread i-1's.
+	parent := func(i int) string { return tsAt(base + int64(i)*3600) }
+	reply := func(i int) string { return tsAt(base + int64(i)*3600 + 60) }
+	for i := range n {
+		w.post(ch, parent(i), "", "parent")
+		ev := w.post(ch, reply(i), parent(i), "reply")
+		if err := w.r.handle(ctx, w.pipe, event{ID: fmt.Sprintf("EvTB%d", i), Inner: ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An old thread answered again is the most recent once more.
+	revived := tsAt(base + n*3600)
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvTBREV", Inner: w.post(ch, revived, parent(7), "back to thread 7")}); err != nil {
+		t.Fatal(err)
+	}
+	saved := w.savedThreads(t, ch)
+	if len(saved) != maxThreads {
+		t.Fatalf("%d threads saved, want %d", len(saved), maxThreads)
+	}
+	if saved[0] != (activeThread{TS: parent(7), Last: revived}) {
+		t.Errorf("most recent %+v, want thread 7 at %s", saved[0], revived)
+	}
+	kept := map[string]bool{}
+	for i, th := range saved {
+		kept[th.TS] = true
+		if i > 0 && !tsAfter(saved[i-1].Last, th.Last) {
+			t.Errorf("threads not most recent first at %d: %+v", i, saved[i-1:i+1])
+		}
+	}
+	for i := range n {
+		// 0-4 pushed out by the 100 newer; 7, revived, was in already.
+		if wantKept := i >= 5; kept[parent(i)] != wantKept {
+			t.Errorf("thread %d kept %v, want %v", i, kept[parent(i)], wantKept)
+		}
+	}
+
+	// A restart, then replies posted meanwhile: one in the least recent
+	// thread kept (found), one in a thread dropped (the bound's price).
+	w.post(ch, tsAt(base+n*3600+10), parent(5), "in the oldest thread kept")
+	w.post(ch, tsAt(base+n*3600+20), parent(4), "in a thread dropped")
+	w.restart(clock)
+	p = &replayer{r: w.r, limits: defaultReplayLimits}
+	before := w.fake.Calls("conversations.replies")
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.fake.Calls("conversations.replies") - before; got != maxThreads {
+		t.Errorf("%d conversations.replies calls, want %d", got, maxThreads)
+	}
+	if !w.hasFile(t, msgID(ch, tsAt(base+n*3600+10))) {
+		t.Error("the reply in the oldest thread kept was not read back")
+	}
+	if w.hasFile(t, msgID(ch, tsAt(base+n*3600+20))) {
+		t.Error("a thread past the bound was asked")
+	}
+
+	// Idle: 30 days after thread 54's last reply, threads 6-54 are not
+	// asked; 55-104, 7 and 5 (answered since) are.
+	clock.T = time.Unix(base+54*3600+60, 0).Add(threadIdle + time.Second)
+	before = w.fake.Calls("conversations.replies")
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.fake.Calls("conversations.replies")-before, n-55+2; got != want {
+		t.Errorf("%d conversations.replies calls after the idle ones aged out, want %d", got, want)
+	}
+}
+
+// Channels that each ask many threads cannot starve the others: a pass
+// after one that stopped at its bounds skips the channels caught up
+// meanwhile, so the round ends.
+func TestReplayRoundProgress(t *testing.T) {
+	w := newInWorld(t, "events")
+	ctx := context.Background()
+	now := time.Now()
+	w.r.now = func() time.Time { return now }
+	p := &replayer{r: w.r, limits: replayLimits{pages: 150, messages: 5000, pageSize: 200, retries: 2}}
+	chans := []string{"C0ROUND01", "C0ROUND02"}
+	for _, ch := range chans {
+		w.channel(ch, strings.ToLower(ch))
+	}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	// Each channel remembers maxThreads threads, as saved before a
+	// restart: 2 × (1 history + 100 replies) calls exceed a pass's 150.
+	for _, ch := range chans {
+		var threads []activeThread
+		for i := range maxThreads {
+			ts := tsAt(now.Unix() - int64(i) - 10)
+			threads = append(threads, activeThread{TS: ts, Last: ts})
+			w.post(ch, ts, "", "parent")
+		}
+		v, _ := json.Marshal(threads)
+		if err := w.pipe.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: threadsKey(ch), Value: string(v)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := tsAt(now.Unix())
+	w.post(chans[1], late, tsAt(now.Unix()-10), "a reply in the second channel's newest thread")
+	w.restart(&testutil.Clock{T: now})
+	p = &replayer{r: w.r, limits: p.limits}
+	passes := 0
+	for ; passes < 5; passes++ {
+		err := p.pass(ctx, w.pipe)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPassIncomplete) {
+			t.Fatal(err)
+		}
+	}
+	if passes != 1 {
+		t.Errorf("%d incomplete passes before the round ended, want 1", passes)
+	}
+	if !w.hasFile(t, msgID(chans[1], late)) {
+		t.Error("the second channel's reply was not read back")
+	}
+}
