@@ -328,11 +328,22 @@ func TestHandleOutcomes(t *testing.T) {
 // BenchmarkHandle is handle into the real pipeline (fsync per round),
 // normalize swapped for a fixed message, 8 callers per CPU, the events of
 // one channel (serialised by its lock, so that a checkpoint never goes
-// back) and of 16.
+// back) and of 16; and replies in 100 threads of one channel (each saves
+// the channel's thread list, maxThreads entries, with its message).
 func BenchmarkHandle(b *testing.B) {
-	for _, channels := range []int64{1, 16} {
-		b.Run(fmt.Sprintf("channels=%d", channels), func(b *testing.B) {
+	for _, c := range []struct {
+		channels int64
+		threads  int64
+	}{{1, 0}, {16, 0}, {1, maxThreads}} {
+		channels := c.channels
+		name := fmt.Sprintf("channels=%d", channels)
+		if c.threads > 0 {
+			name += fmt.Sprintf("/threads=%d", c.threads)
+		}
+		b.Run(name, func(b *testing.B) {
 			w := newInWorld(b, "socket")
+			now := time.Unix(1700000000, 0)
+			w.r.now = func() time.Time { return now }
 			ctx := context.Background()
 			for c := range channels {
 				if err := w.r.caughtUp(ctx, w.pipe, fmt.Sprintf("C0BENCH%02d", c), "1"); err != nil {
@@ -354,7 +365,14 @@ func BenchmarkHandle(b *testing.B) {
 					i := seq.Add(1)
 					ch := fmt.Sprintf("C0BENCH%02d", i%channels)
 					ts := fmt.Sprintf("%d.000100", 1700000000+i)
-					if err := w.r.handle(ctx, w.pipe, event{ID: fmt.Sprintf("Ev%d", i), Inner: msgEvent(ch, "U1", ts, "x")}); err != nil {
+					inner := msgEvent(ch, "U1", ts, "x")
+					if c.threads > 0 {
+						var m map[string]any
+						json.Unmarshal(inner, &m)
+						m["thread_ts"] = fmt.Sprintf("%d.000000", 1700000000-i%c.threads)
+						inner, _ = json.Marshal(m)
+					}
+					if err := w.r.handle(ctx, w.pipe, event{ID: fmt.Sprintf("Ev%d", i), Inner: inner}); err != nil {
 						b.Error(err)
 						return
 					}
