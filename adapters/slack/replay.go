@@ -468,6 +468,9 @@ func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error {
 			return nil
 		case <-t.C:
 		case <-s.p.r.failed:
+			// A new gap, maybe in a channel the unfinished round read
+			// already: the next pass starts a round anew.
+			s.p.done = nil
 			t.Reset(s.afterFailure)
 			select {
 			case <-ctx.Done():

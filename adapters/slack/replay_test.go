@@ -494,3 +494,46 @@ func TestReplayRoundProgress(t *testing.T) {
 		t.Error("the second channel's reply was not read back")
 	}
 }
+
+// A webhook failure during a catch-up that spans passes starts a new
+// round: the channel it happened in is read again even though the round
+// had caught it up already.
+func TestReplaySourceFailureMidRound(t *testing.T) {
+	w := newInWorld(t, "events")
+	const a, b = "C0MIDRNDA", "C0MIDRNDB"
+	w.channel(a, "a")
+	w.channel(b, "b")
+	// Named, so that no page of a pass goes to listing memberships.
+	w.a.allow = map[string]bool{a: true, b: true}
+	ctx := context.Background()
+	s := newReplaySource(w.r)
+	s.afterFailure = time.Millisecond
+	if err := s.p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	// One page a call, two a pass: a's one message completes a; b's two
+	// need a second pass.
+	s.p.limits = replayLimits{pages: 2, messages: 5000, pageSize: 1, retries: 2}
+	w.post(a, "1700300001.000100", "", "a")
+	w.post(b, "1700300002.000100", "", "b1")
+	w.post(b, "1700300003.000100", "", "b2")
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx, w.pipe) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	testutil.WaitFor(t, 10*time.Second, "the first pass to stop at its bounds", func() bool {
+		return w.hasFile(t, msgID(a, "1700300001.000100")) && w.hasFile(t, msgID(b, "1700300003.000100"))
+	})
+	// Slack gives up on an event of a, which the round read already.
+	w.post(a, "1700300004.000100", "", "a's event Slack gave up on")
+	w.r.failed <- struct{}{}
+	testutil.WaitFor(t, 10*time.Second, "a read again after the failure", func() bool {
+		return w.hasFile(t, msgID(a, "1700300004.000100"))
+	})
+	testutil.WaitFor(t, 10*time.Second, "b's whole gap", func() bool { return w.hasFile(t, msgID(b, "1700300002.000100")) })
+}
