@@ -18,11 +18,11 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -43,29 +43,8 @@ const inSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 func newInWorld(t testing.TB, mode string) *inWorld {
 	t.Helper()
 	fake := slackfake.New(t, slackfake.Options{PingInterval: 20 * time.Millisecond})
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dz, err := dropzone.Open(mb.Dropzone(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipe := ingest.New(mb, nil)
-	if err := pipe.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		pipe.Stop(ctx)
-		dz.Close()
-		mb.Close()
-	})
+	w := wstest.New(t, nil)
+	mb, dz, pipe := w.MB, w.DZ, w.Pipe
 	o := fake.Options()
 	a := newAdapter(Options{Config: config.Slack{Enabled: true, Mode: mode,
 		BotToken: config.Secret(o.BotToken), AppToken: config.Secret(o.AppToken),
