@@ -146,7 +146,7 @@ func normalizeAuth(t *testing.T, v *Verifier, raw []byte) (*schema.Message, *sch
 	opts := normOptions()
 	opts.Own, opts.Verifier = []string{"agent@courier.test"}, v
 	m := normalizeTest(t, testutil.NewDropzone(t, nil), bytes.NewReader(raw), opts)
-	checkValid(t, "message", m)
+	testutil.CheckMessage(t, "message", m)
 	if m.Metadata.Extra.Auth == nil {
 		t.Fatal("no metadata.extra.auth")
 	}
@@ -514,7 +514,7 @@ func TestCorpusAuth(t *testing.T) {
 			opts := normOptions()
 			opts.Verifier = v
 			m := normalizeTest(t, s, f, opts)
-			checkValid(t, rel, m)
+			testutil.CheckMessage(t, rel, m)
 			a := m.Metadata.Extra.Auth
 			if a == nil {
 				t.Fatal("no auth block")

@@ -33,7 +33,7 @@ func TestTruncated(t *testing.T) {
 		for cut := 0; cut < len(raw); cut += step {
 			name := fmt.Sprintf("%s[:%d]", filepath.Base(in), cut)
 			m := normalizeTest(t, s, bytes.NewReader(raw[:cut]), normOptions())
-			checkValid(t, name, m)
+			testutil.CheckMessage(t, name, m)
 		}
 	}
 }
@@ -71,7 +71,7 @@ func TestHugeHeader(t *testing.T) {
 	}
 	b.WriteString("end\nTo: b@x.org\n\nbody\n")
 	m := normalizeBytes(t, []byte(b.String()))
-	checkValid(t, "200 KB header", m)
+	testutil.CheckMessage(t, "200 KB header", m)
 	if !strings.HasPrefix(m.Session.Name, "GrüßeGrüße") || !strings.HasSuffix(m.Session.Name, "end") || len(m.Participants.To) != 1 || m.Body != "body\n" {
 		t.Errorf("subject %d bytes, to %v, body %q", len(m.Session.Name), m.Participants.To, m.Body)
 	}
@@ -84,7 +84,7 @@ func TestHugeHeader(t *testing.T) {
 	}
 	big.WriteString("Subject: late\n\nthe body\n")
 	m = normalizeBytes(t, []byte(big.String()))
-	checkValid(t, "over 1 MiB header", m)
+	testutil.CheckMessage(t, "over 1 MiB header", m)
 	if m.Body != "the body\n" || !strings.Contains(string(m.Metadata.Extra.ParseError), "fields dropped") {
 		t.Errorf("body %q, parse_error %q", m.Body, m.Metadata.Extra.ParseError)
 	}
@@ -96,7 +96,7 @@ func TestNULAndInvalidUTF8Everywhere(t *testing.T) {
 		"--b\nContent-Type: text/plain; charset=utf-8\n\n\xff\x00\xc3\n--b\nContent-Disposition: attachment; filename=\"a\x00\xff.txt\"\n\nx\n" +
 		"--b\nContent-Type: image/\xff\x00; name=\xfe\nContent-ID: <\x01\xff>\n\ny\n--b--\n"
 	m := normalizeBytes(t, []byte(raw))
-	data := checkValid(t, "NUL", m)
+	data := testutil.CheckMessage(t, "NUL", m)
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		t.Errorf("output holds NUL or invalid UTF-8")
 	}
@@ -126,7 +126,7 @@ func TestPathTricks(t *testing.T) {
 func TestUnknownCharsets(t *testing.T) {
 	raw := "Message-ID: <u@x>\nFrom: a@x.org\nSubject: =?x-none?B?w6k=?= =?x-none?Q?=E9?=\nContent-Type: text/plain; charset=\"x-none\"\n\n\xe9t\xe9\n"
 	m := normalizeBytes(t, []byte(raw))
-	checkValid(t, "unknown charsets", m)
+	testutil.CheckMessage(t, "unknown charsets", m)
 	if m.Session.Name != "éé" || m.Content.Text != "été\n" {
 		t.Errorf("subject %q text %q", m.Session.Name, m.Content.Text)
 	}
@@ -143,7 +143,7 @@ func TestManyParts(t *testing.T) {
 	}
 	b.WriteString("--b--\n")
 	m := normalizeBytes(t, []byte(b.String()))
-	checkValid(t, "many parts", m)
+	testutil.CheckMessage(t, "many parts", m)
 	if len(m.Artifacts) != mime.MaxParts || !strings.Contains(string(m.Metadata.Extra.ParseError), "more than") {
 		t.Errorf("%d artifacts, parse_error %q", len(m.Artifacts), m.Metadata.Extra.ParseError)
 	}
@@ -157,7 +157,7 @@ func TestDeepNesting(t *testing.T) {
 	}
 	b.WriteString("Content-Type: text/plain\n\ndeep text\n")
 	m := normalizeBytes(t, []byte(b.String()))
-	checkValid(t, "deep nesting", m)
+	testutil.CheckMessage(t, "deep nesting", m)
 	if !strings.Contains(string(m.Metadata.Extra.ParseError), "nested deeper") || len(m.Artifacts) != 1 {
 		t.Errorf("artifacts %d, parse_error %q", len(m.Artifacts), m.Metadata.Extra.ParseError)
 	}
@@ -236,7 +236,7 @@ func TestLargeAttachmentMemoryFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkValid(t, "100 MB", m)
+	testutil.CheckMessage(t, "100 MB", m)
 	if len(m.Artifacts) != 1 || m.Artifacts[0].Size != size {
 		t.Fatalf("artifacts = %+v", m.Artifacts)
 	}
@@ -281,7 +281,7 @@ func TestOddRunes(t *testing.T) {
 	for _, s := range []string{"a=E2=80=A8b", "a=C2=85b", "a=EF=BB=BFb", "=E2=80=A9", "_x_", "-_", "=EF=BF=BE", "=F4=8F=BF=BF", "---", "=3A_a", "'=22"} {
 		raw := "Message-ID: <y@x>\nFrom: a@x.org\nSubject: =?utf-8?q?" + s + "?=\nContent-Type: text/plain; charset=utf-8\n" +
 			"Content-Transfer-Encoding: quoted-printable\n\n" + s + "\n---\n"
-		checkValid(t, s, normalizeBytes(t, []byte(raw)))
+		testutil.CheckMessage(t, s, normalizeBytes(t, []byte(raw)))
 	}
 }
 
@@ -342,7 +342,7 @@ func TestLeadingTab(t *testing.T) {
 		for _, ct := range []string{"text/plain", "text/html"} {
 			raw := "Message-ID: <tab@x>\nFrom: a@x.org\nContent-Type: " + ct + "\n\n" + body
 			m := normalizeBytes(t, []byte(raw))
-			checkValid(t, fmt.Sprintf("%s %q", ct, body), m)
+			testutil.CheckMessage(t, fmt.Sprintf("%s %q", ct, body), m)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func TestTypicalMessage(t *testing.T) {
 		t.Errorf("typical message is %d bytes, want about 5 KB", len(raw))
 	}
 	m := normalizeBytes(t, raw)
-	checkValid(t, "typical", m)
+	testutil.CheckMessage(t, "typical", m)
 	if m.Type != "mixed" || len(m.Artifacts) != 1 || m.Content.Markdown == "" || m.Metadata.Extra.ParseError != "" {
 		t.Errorf("type %s, %d artifacts, parse_error %q", m.Type, len(m.Artifacts), m.Metadata.Extra.ParseError)
 	}

@@ -185,7 +185,7 @@ func TestLongTextSplitsItsRest(t *testing.T) {
 	opts := normOptions()
 	opts.MaxArtifact = 8 << 20
 	m := normalizeTest(t, dz, strings.NewReader(raw), opts)
-	data := checkValid(t, "long text", m)
+	data := testutil.CheckMessage(t, "long text", m)
 	if len(data) > DefaultMaxText+DefaultMaxText/8 {
 		t.Errorf("file of %d bytes", len(data))
 	}

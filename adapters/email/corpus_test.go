@@ -26,7 +26,7 @@ func TestCorpusValid(t *testing.T) {
 			}
 			defer f.Close()
 			m := normalizeTest(t, s, f, normOptions())
-			checkValid(t, rel, m)
+			testutil.CheckMessage(t, rel, m)
 			if m.Metadata.Extra.ParseError != "" {
 				noted++
 			}

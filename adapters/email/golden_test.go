@@ -3,7 +3,6 @@ package email
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +33,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := normalizeBytes(t, raw)
-			got := checkValid(t, name, m)
+			got := testutil.CheckMessage(t, name, m)
 			golden := strings.TrimSuffix(in, ".eml") + ".golden.md"
 			if *updateGolden {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -47,7 +46,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run go test -update to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s (run go test -update if the change is deliberate):\n%s", in, golden, lineDiff(string(want), string(got)))
+				t.Errorf("%s differs from %s (run go test -update if the change is deliberate):\n%s", in, golden, testutil.LineDiff(string(want), string(got)))
 			}
 		})
 	}
@@ -80,28 +79,7 @@ func TestGoldenFilesValidate(t *testing.T) {
 			t.Fatalf("%s: Encode: %v", g, err)
 		}
 		if !bytes.Equal(again, data) {
-			t.Errorf("%s: encoding the decoded file changes it:\n%s", g, lineDiff(string(data), string(again)))
+			t.Errorf("%s: encoding the decoded file changes it:\n%s", g, testutil.LineDiff(string(data), string(again)))
 		}
 	}
-}
-
-// lineDiff shows the first lines where want and got differ.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
 }

@@ -51,24 +51,6 @@ func normalizeTest(t testing.TB, s *dropzone.Store, raw io.Reader, opts Normaliz
 	return m
 }
 
-// checkValid asserts that m validates, encodes, validates against the
-// protocol's JSON Schema, and decodes back.
-func checkValid(t testing.TB, name string, m *schema.Message) []byte {
-	t.Helper()
-	if err := m.Validate(); err != nil {
-		t.Errorf("%s: Validate: %v", name, err)
-	}
-	data, err := schema.Encode(m)
-	if err != nil {
-		t.Fatalf("%s: Encode: %v", name, err)
-	}
-	testutil.ValidateInbound(t, name, data)
-	if _, err := schema.Decode(data); err != nil {
-		t.Errorf("%s: Decode of the encoded message: %v", name, err)
-	}
-	return data
-}
-
 func normalizeBytes(t testing.TB, raw []byte) *schema.Message {
 	t.Helper()
 	return normalizeTest(t, testutil.NewDropzone(t, nil), bytes.NewReader(raw), normOptions())

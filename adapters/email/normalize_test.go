@@ -95,7 +95,7 @@ func TestContentType(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := normalizeBytes(t, []byte(tc.raw))
-			checkValid(t, tc.name, m)
+			testutil.CheckMessage(t, tc.name, m)
 			if m.Type != tc.want {
 				t.Errorf("type = %s, want %s", m.Type, tc.want)
 			}
@@ -109,7 +109,7 @@ func TestMaxArtifact(t *testing.T) {
 	opts := normOptions()
 	opts.MaxArtifact = 1000
 	m := normalizeTest(t, testutil.NewDropzone(t, nil), strings.NewReader(raw), opts)
-	checkValid(t, "max artifact", m)
+	testutil.CheckMessage(t, "max artifact", m)
 	if len(m.Artifacts) != 1 || m.Artifacts[0].Name != "small.bin" {
 		t.Errorf("artifacts = %+v, want small.bin only", m.Artifacts)
 	}
@@ -175,7 +175,7 @@ func TestReceivedAtDefault(t *testing.T) {
 	if m.ReceivedAt.Before(before) || m.Timestamp != m.ReceivedAt {
 		t.Errorf("received_at %v timestamp %v", m.ReceivedAt, m.Timestamp)
 	}
-	checkValid(t, "no received time", m)
+	testutil.CheckMessage(t, "no received time", m)
 }
 
 func TestRawArtifact(t *testing.T) {
@@ -213,7 +213,7 @@ func TestParticipants(t *testing.T) {
 	if m.Participants.From.ID != "just a name" || m.Participants.From.Name != "Just A Name" || m.Participants.From.Email != "" {
 		t.Errorf("name-only from = %+v", m.Participants.From)
 	}
-	checkValid(t, "name-only from", m)
+	testutil.CheckMessage(t, "name-only from", m)
 	// A local address, as cron sends.
 	m = normalizeBytes(t, []byte("Message-ID: <p3@x>\nFrom: root (Cron Daemon)\n\nhi\n"))
 	if m.Participants.From.ID != "root" || m.Participants.From.Name != "Cron Daemon" || m.Participants.From.Email != "" {
@@ -232,7 +232,7 @@ func TestTextOverLimitKeepsItsStart(t *testing.T) {
 	text := strings.Repeat("0123456789abcde\n", mime.MaxText/16+10)
 	raw := "Message-ID: <long@x>\nFrom: a@x\nContent-Type: text/plain\n\n" + text
 	m := normalizeBytes(t, []byte(raw))
-	checkValid(t, "long text", m)
+	testutil.CheckMessage(t, "long text", m)
 	if len(m.Content.Text) != DefaultMaxText/2 || !strings.HasPrefix(text, string(m.Content.Text)) {
 		t.Errorf("text %d bytes, want the first %d", len(m.Content.Text), DefaultMaxText/2)
 	}

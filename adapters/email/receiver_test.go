@@ -174,7 +174,7 @@ func TestReceiverSMTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(enc, data) {
-		t.Errorf("the receiver's file differs from Normalize's:\n%s", lineDiff(string(enc), string(data)))
+		t.Errorf("the receiver's file differs from Normalize's:\n%s", testutil.LineDiff(string(enc), string(data)))
 	}
 }
 

@@ -59,7 +59,7 @@ func TestDirectoryFailureFallsBack(t *testing.T) {
 		t.Fatal("nothing written")
 	}
 	m := ev.Message
-	checkValid(t, "fallback", m)
+	testutil.CheckMessage(t, "fallback", m)
 	if m.Participants.From.Name != "U0ANN0001" || m.Session.Name != "C0GEN0001" {
 		t.Errorf("from %+v, session %+v: want the ids standing for the names", m.Participants.From, m.Session)
 	}
@@ -95,7 +95,7 @@ func TestDirectoryBounds(t *testing.T) {
 	if err != nil || ev == nil {
 		t.Fatal(ev, err)
 	}
-	checkValid(t, "many mentions", ev.Message)
+	testutil.CheckMessage(t, "many mentions", ev.Message)
 	if n := s.Calls("users.info") + s.Calls("conversations.info") - before; n > dirMaxLookups {
 		t.Errorf("%d lookups for one message, over the bound of %d", n, dirMaxLookups)
 	}

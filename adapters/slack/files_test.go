@@ -18,6 +18,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/schema"
 )
@@ -145,7 +146,7 @@ func TestFileNeverToForeignHost(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", u, ev, err)
 		}
 		m := ev.Message
-		checkValid(t, u, m)
+		testutil.CheckMessage(t, u, m)
 		if len(m.Artifacts) != 0 {
 			t.Errorf("%s: artifacts %+v", u, m.Artifacts)
 		}
@@ -200,7 +201,7 @@ func TestFileDownload(t *testing.T) {
 		t.Fatalf("%+v, %v", ev, err)
 	}
 	m := ev.Message
-	checkValid(t, "download", m)
+	testutil.CheckMessage(t, "download", m)
 	if len(m.Artifacts) != 1 {
 		t.Fatalf("artifacts %+v, want one", m.Artifacts)
 	}

@@ -105,25 +105,6 @@ func fixture(t testing.TB, name, base string) event {
 	return event{ID: f.EventID, Channel: f.Channel, Inner: f.Event}
 }
 
-// checkValid checks a message as every file Courier writes must be:
-// Validate, the protocol's JSON Schema (an independent validator), and a
-// decode of the encoded file. It returns the encoded file.
-func checkValid(t testing.TB, name string, m *schema.Message) []byte {
-	t.Helper()
-	if err := m.Validate(); err != nil {
-		t.Errorf("%s: Validate: %v", name, err)
-	}
-	data, err := schema.Encode(m)
-	if err != nil {
-		t.Fatalf("%s: Encode: %v", name, err)
-	}
-	testutil.ValidateInbound(t, name, data)
-	if _, err := schema.Decode(data); err != nil {
-		t.Errorf("%s: Decode of the encoded message: %v", name, err)
-	}
-	return data
-}
-
 // goldenText is what a golden file holds for the outcome of normalize:
 // the file (received_at fixed, the fake's URL made stable), or a line
 // saying that nothing is written, or that the message is the bot's own.
@@ -137,7 +118,7 @@ func goldenText(t testing.TB, name, base string, ev *adapters.Event) []byte {
 	}
 	m := *ev.Message
 	m.ReceivedAt = schema.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	data := checkValid(t, name, &m)
+	data := testutil.CheckMessage(t, name, &m)
 	out := []byte(fmt.Sprintf("# keys: %s; debounce: %v\n", strings.Join(ev.Keys, " "), ev.Debounce))
 	return append(out, bytes.ReplaceAll(data, []byte(base), []byte("http://slack.test"))...)
 }
@@ -176,31 +157,10 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run go test -update to create it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s (run go test -update if the change is deliberate):\n%s", in, golden, lineDiff(string(want), string(got)))
+				t.Errorf("%s differs from %s (run go test -update if the change is deliberate):\n%s", in, golden, testutil.LineDiff(string(want), string(got)))
 			}
 		})
 	}
-}
-
-// lineDiff shows the first lines where want and got differ.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
 }
 
 // normalizeFixture normalises one fixture on a, failing on an error.
@@ -223,7 +183,7 @@ func TestRules(t *testing.T) {
 		if ev == nil || ev.Self || ev.Message == nil {
 			t.Fatalf("%s: want a message written, got %+v", name, ev)
 		}
-		checkValid(t, name, ev.Message)
+		testutil.CheckMessage(t, name, ev.Message)
 		return ev.Message
 	}
 	for _, tc := range []struct {
@@ -509,7 +469,7 @@ func TestProviderRawStripsSecrets(t *testing.T) {
 	if err != nil || ev == nil {
 		t.Fatal(ev, err)
 	}
-	data := checkValid(t, "raw", ev.Message)
+	data := testutil.CheckMessage(t, "raw", ev.Message)
 	if bytes.Contains(data, []byte("SECRET")) {
 		t.Errorf("a token reached the file:\n%s", data)
 	}
@@ -542,7 +502,7 @@ func TestTextBound(t *testing.T) {
 		t.Fatal(ev, err)
 	}
 	m := ev.Message
-	checkValid(t, "long", m)
+	testutil.CheckMessage(t, "long", m)
 	if n := len(m.Content.Text) + 2*len(m.Content.Markdown); n > 3000 {
 		t.Errorf("the file keeps %d bytes of text, over the bound of 3000", n)
 	}
@@ -700,7 +660,7 @@ func TestCorpus(t *testing.T) {
 					t.Errorf("event %d taken for the bot's own", i)
 				default:
 					written++
-					checkValid(t, rel, got.Message)
+					testutil.CheckMessage(t, rel, got.Message)
 					if strings.TrimSpace(got.Message.Body) == "" {
 						t.Errorf("event %d: empty body", i)
 					}
@@ -717,7 +677,7 @@ func TestCorpus(t *testing.T) {
 					if err != nil || got == nil || got.Self {
 						t.Fatalf("filled in: %+v, %v", got, err)
 					}
-					checkValid(t, rel+" (filled in)", got.Message)
+					testutil.CheckMessage(t, rel+" (filled in)", got.Message)
 					if strings.TrimSpace(got.Message.Body) == "" {
 						t.Errorf("filled in: empty body")
 					}

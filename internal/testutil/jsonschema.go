@@ -80,3 +80,44 @@ func ValidateInbound(t testing.TB, name string, data []byte) {
 		t.Errorf("%s does not validate against the protocol JSON Schema:\n%v", name, err)
 	}
 }
+
+// CheckMessage checks a message as every file Courier writes must be:
+// Validate, the protocol's JSON Schema (an independent validator), and a
+// decode of the encoded file. It returns the encoded file.
+func CheckMessage(t testing.TB, name string, m *schema.Message) []byte {
+	t.Helper()
+	if err := m.Validate(); err != nil {
+		t.Errorf("%s: Validate: %v", name, err)
+	}
+	data, err := schema.Encode(m)
+	if err != nil {
+		t.Fatalf("%s: Encode: %v", name, err)
+	}
+	ValidateInbound(t, name, data)
+	if _, err := schema.Decode(data); err != nil {
+		t.Errorf("%s: Decode of the encoded message: %v", name, err)
+	}
+	return data
+}
+
+// LineDiff shows the first lines (ten at most) where want and got differ,
+// for golden-file tests.
+func LineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
+}
