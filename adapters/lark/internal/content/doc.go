@@ -1,0 +1,27 @@
+// Package content converts Lark (Feishu) message content both ways: the
+// JSON `content` string of every message_type to plain text and Markdown
+// for the mailbox (Parse), and an agent's Markdown draft to the content of
+// a `post` or `text` message (FromMarkdown).
+//
+// It is a library in spirit: pure functions over the JSON Lark sends,
+// parsed here without the Lark SDK, no I/O. Its contract is the corpus's
+// reference normaliser cases (COURIER_CORPUS), read as a conformance
+// table. Names are the caller's: Parse takes the event's mentions and an
+// optional Names lookup, and lists the resources (image_key, file_key) a
+// message carries so the caller can fetch them
+// (im/v1/messages/{id}/resources/{key}?type=image|file).
+//
+// What arrives is not trusted. Only http, https and mailto links become
+// Markdown links; other schemes stay visible as text. Characters that
+// would be Markdown in plain text are escaped, so they render as typed.
+// A message whose content is not what its type says, or whose type is
+// unknown, is kept: its raw content becomes a code block, never dropped.
+// Output is valid UTF-8 for any input.
+//
+// Bounds, so that what an outsider sends costs at most a small multiple of
+// its size: cards are walked to depth maxDepth (32), deeper parts written
+// as their words; names from mentions or the Names lookup are cut to
+// maxName bytes and, together, to the content's size plus 64 KiB, past
+// which ids are written instead; at most maxResources resources are
+// listed; drafts over maxDraft bytes are refused with ErrTooLarge.
+package content
