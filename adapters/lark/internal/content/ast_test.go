@@ -243,3 +243,7 @@ func TestOutlineHelper(t *testing.T) {
 		t.Errorf("words of plain: %q", got)
 	}
 }
+
+type astNode = ast.Node
+
+var kindFenced = ast.KindFencedCodeBlock

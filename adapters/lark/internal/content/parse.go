@@ -127,6 +127,8 @@ func Parse(messageType, content string, mentions []Mention, n Names) (Result, er
 		err = p.calendar(messageType, content)
 	case "vote":
 		err = p.vote(content)
+	case "video_chat":
+		err = p.videoChat(content)
 	case "todo":
 		err = p.todo(content)
 	default:
@@ -443,7 +445,7 @@ func (p *parser) system(content string) error {
 		b.WriteString(variable(c[tmpl[i+1:j]]))
 		tmpl = tmpl[j+1:]
 	}
-	p.write(b.String())
+	p.write(strings.TrimSpace(b.String()))
 	return nil
 }
 
@@ -564,4 +566,23 @@ func (p *parser) unknown(messageType, content string) {
 	p.write(note)
 	p.text_.WriteString("\n" + clean(content))
 	p.md.WriteString("\n\n" + fenced("json", clean(content)))
+}
+
+func (p *parser) videoChat(content string) error {
+	var c struct {
+		Topic     string `json:"topic"`
+		StartTime string `json:"start_time"`
+	}
+	if err := json.Unmarshal([]byte(content), &c); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	label := "[video call"
+	if c.Topic != "" {
+		label += ": " + clean(c.Topic)
+	}
+	if s := millis(c.StartTime); s != "" {
+		label += ", " + s
+	}
+	p.placeholder(label + "]")
+	return nil
 }
