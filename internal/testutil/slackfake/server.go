@@ -206,7 +206,7 @@ func (s *Server) close() {
 	}
 	s.closed = true
 	close(s.shutdown)
-	conns := slices.Clone(s.sock.conns)
+	conns := append(slices.Clone(s.sock.conns), s.sock.starting...)
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.nc.Close()

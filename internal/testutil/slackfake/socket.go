@@ -24,6 +24,10 @@ const appID = "A0FAKE"
 
 type socketState struct {
 	conns    []*wsConn // open, oldest first
+	// starting are connections being greeted: not handed to SendEvent
+	// until their hello is written, but already Drop's and Disconnect's
+	// (a test that saw hello may drop the connection at once).
+	starting []*wsConn
 	accepted int
 	// changed is closed, and replaced, whenever a connection opens or
 	// closes: what SendEvent and WaitConnections wait on.
@@ -117,22 +121,29 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 	// connection is not handed to SendEvent until it is written.
 	s.mu.Lock()
 	n := len(s.sock.conns) + 1
+	s.sock.starting = append(s.sock.starting, c)
+	s.sock.accepted++ // accepted: the client is told hello next
+	s.sock.signal()
 	s.mu.Unlock()
 	hello := mustJSON(map[string]any{"type": "hello", "num_connections": n,
 		"debug_info":      map[string]any{"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": appID}})
-	if c.write(hello) != nil {
-		ws.Close()
-		return
-	}
+	werr := c.write(hello)
 	s.mu.Lock()
-	if s.closed {
+	if i := slices.Index(s.sock.starting, c); i >= 0 {
+		s.sock.starting = slices.Delete(s.sock.starting, i, i+1)
+	}
+	select {
+	case <-c.done:
+		werr = net.ErrClosed // dropped while greeted
+	default:
+	}
+	if werr != nil || s.closed {
 		s.mu.Unlock()
 		ws.Close()
 		return
 	}
 	s.sock.conns = append(s.sock.conns, c)
-	s.sock.accepted++
 	s.sock.signal()
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -343,7 +354,7 @@ func (s *Server) Drop() {
 func (s *Server) open() []*wsConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.sock.conns)
+	return append(slices.Clone(s.sock.conns), s.sock.starting...)
 }
 
 // SilencePings stops (true) or resumes (false) the server's pings on the
