@@ -383,14 +383,19 @@ func (w *postWriter) inlines(n ast.Node, prefix string) {
 	w.words(run.String())
 }
 
-// words appends text, its @ou_… as at tags.
+// words appends text, its @ou_… as at tags (an @ inside a word, as in an
+// address, is no mention).
 func (w *postWriter) words(s string) {
+	last := 0
 	for _, m := range mentionID.FindAllStringSubmatchIndex(s, -1) {
-		w.text(s[:m[0]])
+		if m[0] > 0 && (wordByte(s[m[0]-1]) || s[m[0]-1] == '.' || s[m[0]-1] == '_') {
+			continue
+		}
+		w.text(s[last:m[0]])
 		w.cur = append(w.cur, outElem{Tag: "at", UserID: s[m[2]:m[3]]})
-		s = s[m[1]:]
+		last = m[1]
 	}
-	w.text(s)
+	w.text(s[last:])
 }
 
 // link appends an a tag, or text for an address that is no http, https
