@@ -493,7 +493,8 @@ func TestCorpusEvents(t *testing.T) {
 			t.Errorf("%s: %q, %v", filepath.Base(f), r.Text, err)
 		}
 		for _, x := range mentions {
-			if !strings.Contains(r.Text, "@"+x.Name) {
+			// (Lark's own sample lists a mention its text does not carry.)
+			if strings.Contains(m.Content, x.Key) && !strings.Contains(r.Text, "@"+x.Name) {
 				t.Errorf("%s: %q does not name %s", filepath.Base(f), r.Text, x.Name)
 			}
 		}
