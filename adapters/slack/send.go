@@ -445,8 +445,14 @@ func (s *sender) classify(method string, err error) error {
 		return adapters.TemporaryAfter(s.errorf("slack: %s: rate limited, retry after %s", method, rl.RetryAfter), rl.RetryAfter)
 	case errors.As(err, &sc):
 		e := s.errorf("slack: %s: HTTP %d", method, sc.Code)
-		if sc.Code == 408 || sc.Code == 429 || sc.Code >= 500 {
+		switch {
+		case sc.Code == 408 || sc.Code == 429 || sc.Code >= 500:
 			return adapters.Temporary(e)
+		case sc.Code == 401 || sc.Code == 403 || sc.Code == 404 || sc.Code == 407:
+			// Slack answers its own errors with 200: these come from a
+			// wrong api_url or a proxy in the way, which the operator
+			// fixes; the draft waits for it (within the attempts).
+			return adapters.Temporary(s.errorf("slack: %s: HTTP %d (not Slack's answer: check courier.adapters.slack.api_url and any proxy)", method, sc.Code))
 		}
 		return adapters.Permanent(e)
 	case errors.As(err, &se):

@@ -309,7 +309,9 @@ func TestSendRateLimited(t *testing.T) {
 	if ra, ok := adapters.RetryAfter(err); !adapters.IsTemporary(err) || adapters.IsPermanent(err) || !ok || ra != 7*time.Second {
 		t.Errorf("429: %v (retry after %v %v), want temporary after 7s", err, ra, ok)
 	}
-	for _, f := range []slackfake.Failure{{Error: "ratelimited"}, {Status: 503}, {Error: "internal_error"}} {
+	// A 404 or 403 is not Slack's way to say no (it answers 200 with
+	// ok:false): a wrong api_url or a proxy, which the operator fixes.
+	for _, f := range []slackfake.Failure{{Error: "ratelimited"}, {Status: 503}, {Error: "internal_error"}, {Status: 404}, {Status: 403}} {
 		r.fake.Fail("chat.postMessage", f)
 		_, err := r.send.Send(ctx, &adapters.Attempt{Draft: draft(general, "hi\n")})
 		if err == nil || adapters.IsPermanent(err) {
@@ -319,6 +321,10 @@ func TestSendRateLimited(t *testing.T) {
 	}
 	if n := len(r.fake.Posts()); n != 0 {
 		t.Errorf("%d posts through failures", n)
+	}
+	r.fake.Fail("chat.postMessage", slackfake.Failure{Status: 400})
+	if _, err := r.send.Send(ctx, &adapters.Attempt{Draft: draft(general, "hi\n")}); !adapters.IsPermanent(err) {
+		t.Errorf("HTTP 400: %v, want permanent (the request itself is wrong)", err)
 	}
 	// The network: Slack unreachable.
 	p, _ := New(Options{Config: config.Slack{Enabled: true, BotToken: botToken, APIURL: "http://127.0.0.1:1/api/"}})
