@@ -137,7 +137,10 @@ func (w *cardWalker) flatten(d json.Delim) error {
 // drain reads up to the end of the value just opened by open, without recursion,
 // collecting its string values (not keys) into words when asked.
 func (w *cardWalker) drain(open json.Delim, words *[]string) error {
-	type frame struct{ obj, wantKey bool }
+	type frame struct {
+		obj, wantKey bool
+		key          string // the key of the value being read
+	}
 	stack := []frame{{obj: open == '{', wantKey: open == '{'}}
 	for len(stack) > 0 {
 		tok, err := w.dec.Token()
@@ -162,9 +165,10 @@ func (w *cardWalker) drain(open json.Delim, words *[]string) error {
 		case string:
 			if top.obj && top.wantKey {
 				top.wantKey = false
+				top.key = t
 				continue
 			}
-			if words != nil {
+			if words != nil && !(top.obj && skipKeys[top.key]) {
 				*words = append(*words, t)
 			}
 		}

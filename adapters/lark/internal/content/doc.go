@@ -21,7 +21,10 @@
 // Bounds, so that what an outsider sends costs at most a small multiple of
 // its size: cards are walked to depth maxDepth (32), deeper parts written
 // as their words; names from mentions or the Names lookup are cut to
-// maxName bytes and, together, to the content's size plus 64 KiB, past
-// which ids are written instead; at most maxResources resources are
-// listed; drafts over maxDraft bytes are refused with ErrTooLarge.
+// maxName bytes, and every use of one is charged to a budget of the
+// content's size plus 64 KiB, past which the placeholder or id is written
+// instead; at most maxResources resources (100) and maxMentions mentions
+// (200) are listed, the rest still written as text; drafts over maxDraft
+// (150 KiB) and posts over maxPost (30 KiB), Lark's own limits, are
+// refused with ErrTooLarge.
 package content

@@ -80,6 +80,9 @@ const (
 	// maxResources bounds the resources listed for one message: more is
 	// no message a person sends, and each costs the caller a download.
 	maxResources = 100
+	// maxMentions bounds the mentions listed (and looked through for
+	// each @): Lark's clients stop far below it.
+	maxMentions = 200
 	// maxDepth bounds the recursion into a card.
 	maxDepth = 32
 )
@@ -175,8 +178,7 @@ type parser struct {
 }
 
 // name returns what to call the user id when the content gives name: name
-// itself, else Names', else the id; cut to maxName and, past the budget,
-// the id.
+// itself, else Names', else the id; cut to maxName.
 func (p *parser) name(id, name string) string {
 	if name == "" && id != "" && id != AllID && p.names.User != nil {
 		name = p.names.User(id)
@@ -188,14 +190,19 @@ func (p *parser) name(id, name string) string {
 	if len(name) > maxName {
 		name = strings.ToValidUTF8(name[:maxName], "")
 	}
-	if p.budget -= len(name); p.budget < 0 {
-		p.budget = 0
-		if len(id) > maxName {
-			id = strings.ToValidUTF8(id[:maxName], "")
-		}
-		return id
-	}
 	return name
+}
+
+// at returns how a mention is written where the content names it written
+// as short: "@" and its name while the budget lasts (every use of a name
+// is charged, so a message of 10,000 "@_user_1" cannot write 10,000 long
+// names), then what the content had.
+func (p *parser) at(m Mention, short string) string {
+	if p.budget -= len(m.Name); p.budget < 0 {
+		p.budget = 0
+		return short
+	}
+	return "@" + m.Name
 }
 
 // addMention records m, resolved, once per id (or key, for a mention
@@ -215,10 +222,15 @@ func (p *parser) addMention(m Mention) Mention {
 			return p.res.Mentions[i]
 		}
 	}
+	if len(m.ID) > maxName {
+		m.ID = strings.ToValidUTF8(m.ID[:maxName], "")
+	}
 	if m.ID != AllID {
 		m.Name = p.name(m.ID, m.Name)
 	}
-	p.res.Mentions = append(p.res.Mentions, m)
+	if len(p.res.Mentions) < maxMentions {
+		p.res.Mentions = append(p.res.Mentions, m)
+	}
 	return m
 }
 
@@ -295,9 +307,9 @@ func (p *parser) resolve(s string) string {
 		key := s[i:j]
 		b.WriteString(s[:i])
 		if key == "@_all" {
-			b.WriteString("@" + p.addMention(Mention{Key: key, ID: AllID}).Name)
+			b.WriteString(p.at(p.addMention(Mention{Key: key, ID: AllID}), key))
 		} else if m, ok := p.mention(key); ok {
-			b.WriteString("@" + m.Name)
+			b.WriteString(p.at(m, key))
 		} else {
 			b.WriteString(key)
 		}
@@ -384,7 +396,7 @@ func (p *parser) shareUser(content string) error {
 	}
 	id := clean(c.UserID)
 	label := "[shared contact: " + id + "]"
-	if name := p.name(id, ""); name != id {
+	if name := p.name(id, ""); name != id && len(name) <= p.budget {
 		label = "[shared contact: " + name + " (" + id + ")]"
 	}
 	p.placeholder(label)

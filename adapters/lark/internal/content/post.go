@@ -212,7 +212,11 @@ func (p *parser) inline(e element) {
 		} else {
 			m = p.addMention(Mention{ID: clean(e.UserID), Name: clean(e.UserName)})
 		}
-		plain = "@" + m.Name
+		id := m.ID
+		if len(id) > maxName {
+			id = id[:maxName]
+		}
+		plain = p.at(m, "@"+id)
 		md = escape(plain, start)
 	case "img":
 		p.resource(Resource{Type: "image", Kind: "image", Key: e.ImageKey})
