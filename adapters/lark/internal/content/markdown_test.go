@@ -65,7 +65,7 @@ func TestFromMarkdownErrors(t *testing.T) {
 		{" \n\t\n", nil, "empty draft"},
 		{strings.Repeat("a", 150<<10+1), content.ErrTooLarge, "153601 bytes"},
 		// within the draft bound, but a post of more than 30 KB
-		{strings.Repeat("**b** ", 8<<10), content.ErrTooLarge, "the post is"},
+		{strings.Repeat("**b**\n", 8<<10), content.ErrTooLarge, "the post is"},
 	} {
 		_, _, err := content.FromMarkdown(c.in)
 		if err == nil || c.is != nil && !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) || !strings.HasPrefix(err.Error(), "content: ") {
