@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	larkcontact "github.com/larksuite/oapi-sdk-go/v3/service/contact/v3"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
@@ -682,5 +685,136 @@ func TestWSBadCredentialsStopTheClient(t *testing.T) {
 	}
 	if n := f.Connections(); n != 0 {
 		t.Errorf("%d connections opened with a wrong secret", n)
+	}
+}
+
+// rawConn opens a ws connection to f as the SDK does (endpoint, then the
+// URL it hands out), without the SDK: what the fake puts on the wire is
+// checked frame by frame.
+func rawConn(t *testing.T, f *larkfake.Server) (*websocket.Conn, map[string]int) {
+	t.Helper()
+	o := f.Options()
+	req, _ := json.Marshal(map[string]string{"AppID": o.AppID, "AppSecret": o.AppSecret})
+	resp, err := http.Post(f.URL()+larkws.GenEndpointUri, "application/json", bytes.NewReader(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ep struct {
+		Code int
+		Data struct {
+			URL          string
+			ClientConfig map[string]int
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ep); err != nil || ep.Code != 0 {
+		t.Fatalf("endpoint: %v %+v", err, ep)
+	}
+	c, _, err := websocket.DefaultDialer.DialContext(ctx(t), ep.Data.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// The ticket is one-use, as Lark's.
+	if _, r, err := websocket.DefaultDialer.DialContext(ctx(t), ep.Data.URL, nil); err == nil ||
+		r == nil || r.Header.Get(larkws.HeaderHandshakeStatus) != "514" {
+		t.Errorf("a used ticket: err %v, want a 514 handshake refusal", err)
+	}
+	return c, ep.Data.ClientConfig
+}
+
+func readFrame(t *testing.T, c *websocket.Conn) larkws.Frame {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a hang guard, not an assertion
+	typ, b, err := c.ReadMessage()
+	if err != nil || typ != websocket.BinaryMessage {
+		t.Fatalf("read: type %d err %v", typ, err)
+	}
+	var f larkws.Frame
+	if err := f.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestWSFramesOnTheWire(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{PingInterval: 7 * time.Second})
+	c, cfg := rawConn(t, f)
+	if cfg["PingInterval"] != 7 || cfg["ReconnectCount"] != -1 {
+		t.Errorf("ClientConfig %v", cfg)
+	}
+
+	ping, _ := larkws.NewPingFrame(33554678).Marshal()
+	c.WriteMessage(websocket.BinaryMessage, ping)
+	pong := readFrame(t, c)
+	var pcfg map[string]int
+	if larkws.Headers(pong.Headers).GetString(larkws.HeaderType) != "pong" || pong.Method != int32(larkws.FrameTypeControl) ||
+		json.Unmarshal(pong.Payload, &pcfg) != nil || pcfg["PingInterval"] != 7 {
+		t.Errorf("pong %+v", pong)
+	}
+
+	// A split event: every part carries the message_id, sum and its
+	// seq; the parts join to the body.
+	body, _ := os.ReadFile(filepath.Join("testdata", "receive_v1.group-thread.json"))
+	id, err := f.SendEventSplit(ctx(t), body, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined []byte
+	var last larkws.Frame
+	for i := range 3 {
+		fr := readFrame(t, c)
+		hs := larkws.Headers(fr.Headers)
+		if fr.Method != int32(larkws.FrameTypeData) || hs.GetString(larkws.HeaderType) != "event" ||
+			hs.GetString(larkws.HeaderMessageID) != id || hs.GetInt(larkws.HeaderSum) != 3 || hs.GetInt(larkws.HeaderSeq) != i ||
+			hs.GetString(larkws.HeaderTraceID) == "" {
+			t.Errorf("part %d: %+v", i, fr)
+		}
+		joined = append(joined, fr.Payload...)
+		last = fr
+	}
+	if !bytes.Equal(joined, body) {
+		t.Errorf("parts join to %q", joined)
+	}
+	if _, ok := f.Ack(id); ok {
+		t.Fatal("acked before any response")
+	}
+	// The response the SDK writes: the frame back with biz_rt, payload
+	// {"code":200}.
+	last.Headers = append(last.Headers, larkws.Header{Key: larkws.HeaderBizRt, Value: "3"})
+	last.Payload = []byte(`{"code":200,"headers":null,"data":null}`)
+	b, _ := last.Marshal()
+	c.WriteMessage(websocket.BinaryMessage, b)
+	if a := waitAck(t, f, id); a.Code != 200 || a.BizRT != "3" {
+		t.Errorf("ack %+v", a)
+	}
+}
+
+func TestWSConnectionLimit(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{MaxConnections: 1})
+	wsClient(t, f, func(*larkim.P2MessageReceiveV1) error { return nil })
+	if err := f.WaitConnections(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	d := dispatcher.NewEventDispatcher("", "")
+	o := f.Options()
+	second := larkws.NewClient(o.AppID, o.AppSecret, larkws.WithEventHandler(d), larkws.WithDomain(f.URL()), larkws.WithLogger(quiet{}))
+	err := second.Start(ctx(t))
+	var ce *larkws.ClientError
+	if !errors.As(err, &ce) || ce.Code != 514 {
+		t.Fatalf("a connection over the limit: Start = %v, want the SDK's final ClientError", err)
+	}
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections accepted, want 1", n)
+	}
+}
+
+func TestWSClientConfigReachesTheSDK(t *testing.T) {
+	// The SDK's own ping interval is 2 min; three pings within the test
+	// mean it took the fake's 1 s.
+	f := larkfake.New(t, larkfake.Options{PingInterval: time.Second})
+	wsClient(t, f, func(*larkim.P2MessageReceiveV1) error { return nil })
+	if err := f.WaitPings(ctx(t), 3); err != nil {
+		t.Fatal(err)
 	}
 }
