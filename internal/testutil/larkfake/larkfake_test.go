@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -816,5 +817,89 @@ func TestWSClientConfigReachesTheSDK(t *testing.T) {
 	wsClient(t, f, func(*larkim.P2MessageReceiveV1) error { return nil })
 	if err := f.WaitPings(ctx(t), 3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tokenCache is a larkcore.Cache that can be emptied: the hook the SDK
+// offers (lark.WithTokenCache) for renewing a token Lark refused.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *tokenCache) Set(_ context.Context, k, v string, ttl time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ttl > 0 {
+		c.m[k] = v
+	}
+	return nil
+}
+
+func (c *tokenCache) Get(_ context.Context, k string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k], nil
+}
+
+// renewing empties the cache when Lark refuses a token, so the SDK's one
+// retry fetches a new one.
+type renewing struct {
+	cache *tokenCache
+	next  http.RoundTripper
+}
+
+func (r renewing) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return resp, err
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	var ce struct{ Code int }
+	if json.Unmarshal(b, &ce) == nil && (ce.Code == larkfake.CodeInvalidToken || ce.Code == larkfake.CodeMissingToken) {
+		r.cache.mu.Lock()
+		clear(r.cache.m)
+		r.cache.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func TestExpiredTokenRenewedThroughTheSDKRetry(t *testing.T) {
+	// lark.WithTokenCache replaces the SDK's process-wide token cache
+	// (larkcore.NewCache sets a package variable): every client made
+	// after it, in this test binary, uses this cache. It is a correct
+	// cache, keyed as the SDK keys it, so the other tests do not mind.
+	cache := &tokenCache{m: map[string]string{}}
+	f := larkfake.New(t, larkfake.Options{})
+	f.AddChat(larkfake.Chat{ChatID: "oc_team"})
+	o := f.Options()
+	c := lark.NewClient(o.AppID, o.AppSecret, lark.WithOpenBaseUrl(f.URL()), lark.WithLogger(quiet{}),
+		lark.WithTokenCache(cache), lark.WithHttpClient(&http.Client{Transport: renewing{cache, http.DefaultTransport}}))
+	get := func() *larkim.GetChatResp {
+		t.Helper()
+		resp, err := c.Im.Chat.Get(ctx(t), larkim.NewGetChatReqBuilder().ChatId("oc_team").Build())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := get(); !resp.Success() {
+		t.Fatalf("first call: %+v", resp.CodeError)
+	}
+	f.ExpireTokens()
+	before := f.Calls(larkfake.RouteChat)
+	if resp := get(); !resp.Success() {
+		t.Fatalf("after expiry: %d %s", resp.Code, resp.Msg)
+	}
+	if n := f.Calls(larkfake.RouteChat) - before; n != 2 {
+		t.Errorf("%d calls, want 2: refused, then retried with the new token", n)
+	}
+	if n := f.Tokens(); n != 2 {
+		t.Errorf("%d tokens issued, want 2", n)
 	}
 }
