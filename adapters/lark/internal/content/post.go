@@ -2,8 +2,10 @@ package content
 
 import (
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	"github.com/yuin/goldmark/text"
 	"strings"
 	"time"
 )
@@ -136,6 +138,15 @@ func (p *parser) lines(lines [][]element) {
 				p.md.WriteString(fenced(e.Language, clean(e.Text)))
 				inPara = false
 				continue
+			case "md":
+				// Markdown Lark writes itself (content_v2) or a sender put in
+				// an md tag: read as a draft is, into post elements, so only
+				// what a post can say, and safe links, come through.
+				p.blockBreak()
+				p.lines(markdownLines(e.Text))
+				p.blockBreak()
+				inPara = false
+				continue
 			case "hr":
 				p.blockBreak()
 				p.text_.WriteString("---")
@@ -190,7 +201,7 @@ func (p *parser) inline(e element) {
 	text := clean(strings.ReplaceAll(e.Text, "\n", " "))
 	var plain, md string
 	switch e.Tag {
-	case "text", "md":
+	case "text":
 		if e.Tag == "text" {
 			// a text element may carry placeholders too (a post's @all)
 			text = p.resolve(text)
@@ -268,3 +279,21 @@ func styled(md string, style []string) string {
 }
 
 func strong(md string) string { return "**" + md + "**" }
+
+// markdownLines converts the Markdown of an md tag to post lines.
+func markdownLines(md string) [][]element {
+	md = strings.ToValidUTF8(md, "\uFFFD")
+	if len(md) > maxDraft {
+		md = md[:maxDraft]
+	}
+	w := &postWriter{src: []byte(guardDraft(md))}
+	w.blocks(mdParser.Parse(text.NewReader(w.src)), "", 0)
+	w.flush()
+	out := make([][]element, len(w.lines))
+	for i, l := range w.lines {
+		for _, e := range l {
+			out[i] = append(out[i], element{Tag: e.Tag, Text: e.Text, Href: e.Href, UserID: e.UserID, Language: e.Language, Style: e.Style})
+		}
+	}
+	return out
+}
