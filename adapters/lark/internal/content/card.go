@@ -25,24 +25,30 @@ func (p *parser) card(content string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("not one JSON value")
 	}
-	for i, t := range w.texts {
-		if i > 0 {
-			p.text_.WriteString("\n")
-			p.md.WriteString("\n\n")
+	for _, t := range w.texts {
+		p.blockBreak()
+		switch {
+		case t.title:
+			p.text_.WriteString(t.s)
+			p.md.WriteString(strong(escape(t.s, false)))
+		case t.md:
+			// lark_md and markdown elements are Markdown: read as a draft
+			// is, so their formatting comes through and only safe links.
+			p.lines(markdownLines(t.s))
+		default:
+			p.write(t.s)
 		}
-		p.text_.WriteString(t.s)
-		md := escape(t.s, true)
-		if t.title {
-			md = strong(escape(t.s, false))
-		}
-		p.md.WriteString(md)
 	}
+	// one line per text in the plain text
+	txt := strings.ReplaceAll(strings.TrimRight(p.text_.String(), "\n"), "\n\n", "\n")
+	p.text_.Reset()
+	p.text_.WriteString(txt)
 	return nil
 }
 
 type cardText struct {
-	s     string
-	title bool
+	s         string
+	title, md bool
 }
 
 type cardWalker struct {
@@ -81,21 +87,44 @@ func (w *cardWalker) value(key string, header bool, depth int) error {
 				}
 			}
 		} else {
+			// An element's tag says whether its content is Markdown; it may
+			// come before or after the content.
+			tag, content := "", -1
 			for w.dec.More() {
 				kt, err := w.dec.Token()
 				if err != nil {
 					return err
 				}
 				k, _ := kt.(string)
+				if k == "tag" {
+					tt, err := w.dec.Token()
+					if err != nil {
+						return err
+					}
+					tag, _ = tt.(string)
+					if d, ok := tt.(json.Delim); ok && (d == '{' || d == '[') {
+						if err := w.drain(d, nil); err != nil {
+							return err
+						}
+					}
+					continue
+				}
 				if skipKeys[k] {
 					if err := w.skip(); err != nil {
 						return err
 					}
 					continue
 				}
+				n := len(w.texts)
 				if err := w.value(k, header || k == "header", depth+1); err != nil {
 					return err
 				}
+				if k == "content" && len(w.texts) == n+1 {
+					content = n
+				}
+			}
+			if content >= 0 && (tag == "markdown" || tag == "lark_md") && !w.texts[content].title {
+				w.texts[content].md = true
 			}
 		}
 		_, err = w.dec.Token() // the closing delimiter

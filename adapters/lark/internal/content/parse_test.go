@@ -132,11 +132,11 @@ var parseCases = []parseCase{
 
 	{name: "card v1", typ: "interactive",
 		content: `{"config":{"wide_screen_mode":true},"header":{"title":{"tag":"plain_text","content":"Approve leave?"},"template":"blue"},"elements":[` +
-			`{"tag":"div","text":{"tag":"lark_md","content":"Bob asks for *2 days*"},"fields":[{"is_short":true,"text":{"tag":"lark_md","content":"From: Mon"}}]},` +
-			`{"tag":"action","actions":[{"tag":"button","text":{"tag":"plain_text","content":"Approve"},"value":{"token":"do-not-show"},"url":"https://x.example"}]},` +
+			`{"tag":"div","text":{"content":"Bob asks for *2 days* [why](https://w.example)","tag":"lark_md"},"fields":[{"is_short":true,"text":{"tag":"lark_md","content":"From: Mon"}}]},` +
+			`{"tag":"action","actions":[{"tag":"button","text":{"tag":"plain_text","content":"Approve *now*"},"value":{"token":"do-not-show"},"url":"https://x.example"}]},` +
 			`{"tag":"note","elements":[{"tag":"plain_text","content":"sent by HR"}]}]}`,
-		text:    "Approve leave?\nBob asks for *2 days*\nFrom: Mon\nApprove\nsent by HR",
-		outline: `p(strong("Approve leave?")) p("Bob asks for *2 days*") p("From: Mon") p("Approve") p("sent by HR")`},
+		text:    "Approve leave?\nBob asks for 2 days why (https://w.example)\nFrom: Mon\nApprove *now*\nsent by HR",
+		outline: `p(strong("Approve leave?")) p("Bob asks for " em("2 days") " " a[https://w.example]("why")) p("From: Mon") p("Approve *now*") p("sent by HR")`},
 	{name: "card 2.0", typ: "interactive",
 		content: `{"schema":"2.0","header":{"title":{"tag":"plain_text","content":"Deploy"},"subtitle":{"tag":"plain_text","content":"prod"}},"body":{"elements":[{"tag":"markdown","content":"visible body"},{"tag":"column_set","columns":[{"elements":[{"tag":"button","text":{"content":"Go"},"behaviors":[{"type":"callback","value":{"k":"v"}}]}]}]}]}}`,
 		text:    "Deploy\nprod\nvisible body\nGo",
