@@ -311,6 +311,14 @@ func (s *Server) newBotMessage(chatID string, b *sendBody) *Message {
 		CreateTime: s.opts.Now(), SenderID: s.opts.AppID, SenderType: "app", UUID: b.UUID}
 	s.store(m)
 	if b.UUID != "" {
+		if len(s.uuids) >= maxUUIDs {
+			// Forget the uuids past Lark's hour, so a long run stays bounded.
+			for k, v := range s.uuids {
+				if m.CreateTime.Sub(v.at) >= uuidWindow {
+					delete(s.uuids, k)
+				}
+			}
+		}
 		s.uuids[b.UUID] = uuidSeen{at: m.CreateTime, msg: m}
 	}
 	// The app's own media is downloadable from its message, as Lark's is.

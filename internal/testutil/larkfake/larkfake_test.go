@@ -903,3 +903,26 @@ func TestExpiredTokenRenewedThroughTheSDKRetry(t *testing.T) {
 		t.Errorf("%d tokens issued, want 2", n)
 	}
 }
+
+func TestOversizedBodyRefused(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{})
+	f.AddChat(larkfake.Chat{ChatID: "oc_team"})
+	big, _ := json.Marshal(map[string]string{"receive_id": "oc_team", "msg_type": "text",
+		"content": textContent(strings.Repeat("x", 2<<20))})
+	resp, err := http.Post(f.URL()+"/open-apis/im/v1/messages?receive_id_type=chat_id", "application/json", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413", resp.StatusCode)
+	}
+	// Under the bound but over Lark's 150 KB for text: Lark's code.
+	c := newClient(f)
+	if r := create(t, c, "chat_id", "oc_team", "", strings.Repeat("y", 200<<10)); r.Code != larkfake.CodeContentTooLong {
+		t.Errorf("a 200 KB text: code %d, want %d", r.Code, larkfake.CodeContentTooLong)
+	}
+	if n := len(f.Sent()); n != 0 {
+		t.Errorf("%d messages made from oversized requests", n)
+	}
+}

@@ -93,6 +93,8 @@ const (
 	maxFrame              = 1 << 20  // a ws frame read
 	uuidWindow            = time.Hour
 	maxUUIDLen            = 50
+	maxUUIDs              = 10000 // uuids remembered before the expired are pruned
+	maxTickets            = 1000  // ws tickets handed out and not yet used
 	tokenReuseWindow      = 30 * time.Minute
 	defaultPageSize       = 20
 	maxPageSize           = 50

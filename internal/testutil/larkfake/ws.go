@@ -106,6 +106,12 @@ func (s *Server) wsEndpoint(_ http.ResponseWriter, _ *http.Request, body []byte)
 	if req.AppID != s.opts.AppID || req.AppSecret != s.opts.AppSecret {
 		return nil, larkErr(http.StatusOK, CodeInvalidAppSecret, "app_id or app_secret invalid")
 	}
+	if len(s.sock.tickets) >= maxTickets {
+		// A client that asks and never connects cannot grow the map: the
+		// old tickets go, and one used late is refused with a 514, on
+		// which the SDK asks again.
+		clear(s.sock.tickets)
+	}
 	ticket := randHex(16)
 	s.sock.tickets[ticket] = true
 	s.seq++
