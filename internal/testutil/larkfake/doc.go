@@ -51,6 +51,30 @@
 //     more than MaxConnections with Lark's ExceedConnLimit (the SDK stops).
 //     Drop cuts every connection without a close frame.
 //
+// State a test sets up: AddUser, AddChat, AddMessage, AddResource; what
+// the code under test did: Sent, Uploads, Messages (a chat's history, the
+// app's own messages included), Calls, Tokens, Connections, Pings, Ack.
+//
+// What the SDK (v3.11.0) does that an adapter must know, read off its
+// source (the token retry is pinned by TestTokenChecks and
+// TestExpiredTokenRenewedThroughTheSDKRetry):
+//
+//   - Its retry on 99991663 re-reads the token it cached (for expire - 3
+//     min), so a token Lark refused is not renewed by the SDK alone; a
+//     token cache the adapter can empty (lark.WithTokenCache) and a
+//     transport that empties it on 99991661/99991663 make the one retry
+//     fetch a new token. WithTokenCache replaces a process-wide cache:
+//     every client made after it uses it.
+//   - Downloads (MessageResource.Get, Image.Get, File.Get) read the whole
+//     body into memory, with no bound: to stream a resource into the
+//     dropzone, GET it with the tenant token outside the SDK.
+//   - The ws client handles each frame in a goroutine of its own and
+//     joins a split event through a cache without a lock: two parts
+//     handled at once can lose the event (about 1 in 150 runs here). The
+//     split framing is therefore tested on the wire, without the SDK.
+//   - A ClientConfig PingInterval of 0 makes the SDK ping in a tight loop;
+//     the fake never sends one under 1 s.
+//
 // What it does not fake: Lark's own timers (it never redelivers an
 // unacked event: a test sends it again), the webhook delivery of events
 // (the adapter is the server there), app_access_token and marketplace
