@@ -45,9 +45,11 @@ type Result struct {
 	Text string
 	// Markdown is CommonMark (with GFM strikethrough).
 	Markdown string
-	// Resources are the files the message carries, in order. Each is
-	// written in Text and Markdown as a bracketed placeholder ("[image]",
-	// "[file: a.pdf]"), the n-th placeholder standing for Resources[n].
+	// Resources are the files the message carries, in order (at most
+	// maxResources). Where each stood, Text and Markdown say so in
+	// brackets ("[image]", "[file: a.pdf]"); a sender can type the same
+	// words, so the caller lists the files it fetched rather than
+	// replacing those.
 	Resources []Resource
 	// Mentions are the users the message names, resolved (a name from
 	// the event, else from Names, else the id), in order of the event's
