@@ -14,7 +14,9 @@
 // What arrives is not trusted. Only http, https and mailto links become
 // Markdown links; other schemes stay visible as text. Characters that
 // would be Markdown in plain text are escaped, so they render as typed.
-// A message whose content is not what its type says, or whose type is
+// Markdown that arrives (a post's md tags, a card's lark_md and markdown)
+// is read the way a draft is, into what a post can say, so it obeys the
+// same rules. A message whose content is not what its type says, or whose type is
 // unknown, is kept: its raw content becomes a code block, never dropped.
 // Output is valid UTF-8 for any input.
 //
@@ -24,7 +26,9 @@
 // maxName bytes, and every use of one is charged to a budget of the
 // content's size plus 64 KiB, past which the placeholder or id is written
 // instead; at most maxResources resources (100) and maxMentions mentions
-// (200) are listed, the rest still written as text; drafts over maxDraft
+// (200) are listed, the rest still written as text; Markdown lines over
+// 4 KiB and quotes nested past 32 are read as text (goldmark is quadratic
+// in them); drafts over maxDraft
 // (150 KiB) and posts over maxPost (30 KiB), Lark's own limits, are
 // refused with ErrTooLarge.
 package content
