@@ -23,7 +23,7 @@ import (
 const appID = "A0FAKE"
 
 type socketState struct {
-	conns    []*wsConn // open, oldest first
+	conns []*wsConn // open, oldest first
 	// starting are connections being greeted: not handed to SendEvent
 	// until their hello is written, but already Drop's and Disconnect's
 	// (a test that saw hello may drop the connection at once).
