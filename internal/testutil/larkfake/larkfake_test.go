@@ -926,3 +926,21 @@ func TestOversizedBodyRefused(t *testing.T) {
 		t.Errorf("%d messages made from oversized requests", n)
 	}
 }
+
+func TestWSDropAsSoonAsTheClientIsReady(t *testing.T) {
+	// The SDK counts itself connected once it reads the 101, which can
+	// be before the fake has registered the connection: a Drop then must
+	// still cut it.
+	f := larkfake.New(t, larkfake.Options{})
+	ready := make(chan struct{}, 1)
+	wsClient(t, f, func(*larkim.P2MessageReceiveV1) error { return nil }, larkws.WithOnReady(func() { ready <- struct{}{} }))
+	select {
+	case <-ready:
+	case <-ctx(t).Done():
+		t.Fatal("never ready")
+	}
+	f.Drop()
+	if err := f.WaitConnections(ctx(t), 2); err != nil {
+		t.Fatalf("the client did not reconnect, so the Drop missed its connection: %v", err)
+	}
+}

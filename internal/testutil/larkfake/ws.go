@@ -32,6 +32,10 @@ type socketState struct {
 	events  map[string]*event // by message_id
 	pings   int
 	seqID   uint64
+	// drops counts Drop calls: a connection whose handshake began before
+	// a Drop is dropped too, since its client may already count itself
+	// connected (the SDK does once the 101 is read).
+	drops int
 }
 
 func (st *socketState) init() {
@@ -140,6 +144,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	valid := ticket != "" && s.sock.tickets[ticket] && !s.closed
 	delete(s.sock.tickets, ticket)
 	full := len(s.sock.conns) >= s.opts.MaxConnections
+	drops := s.sock.drops
 	s.mu.Unlock()
 	switch {
 	case !valid:
@@ -162,8 +167,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close()
 		return
 	}
-	s.sock.conns = append(s.sock.conns, c)
 	s.sock.accepted++
+	if s.sock.drops != drops {
+		s.sock.signal()
+		s.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	s.sock.conns = append(s.sock.conns, c)
 	s.sock.signal()
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -337,9 +348,11 @@ func (s *Server) Ack(messageID string) (Ack, bool) {
 }
 
 // Drop closes every open connection at the TCP level, with no close
-// frame, as a network failure does.
+// frame, as a network failure does; a connection still in its handshake
+// is closed as soon as it completes.
 func (s *Server) Drop() {
 	s.mu.Lock()
+	s.sock.drops++
 	conns := append([]*wsConn(nil), s.sock.conns...)
 	s.mu.Unlock()
 	for _, c := range conns {
