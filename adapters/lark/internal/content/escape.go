@@ -3,7 +3,8 @@ package content
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 // escape returns s as Markdown text that renders as s: inline markup
@@ -133,33 +134,7 @@ func link(u, label string, atStart bool) string {
 	if label == "" {
 		label = u
 	}
-	return "[" + escape(label, false) + "](" + destination(u) + ")"
-}
-
-const hexDigits = "0123456789ABCDEF"
-
-// destination escapes a URL for a Markdown link destination: the
-// characters that end or confuse one are escaped, spaces and controls
-// percent-encoded.
-func destination(u string) string {
-	var b strings.Builder
-	for _, r := range u {
-		switch {
-		case r == '\\' || r == '(' || r == ')' || r == '<' || r == '>' || r == '&' || r == '`':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r <= ' ' || r == 0x7f || unicode.IsSpace(r):
-			var buf [4]byte
-			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
-				b.WriteByte('%')
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&15])
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return "[" + escape(label, false) + "](" + mdsafe.Destination(u) + ")"
 }
 
 // fenced writes body as a fenced code block, with a fence longer than

@@ -14,6 +14,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 // mdParser reads drafts as CommonMark plus GFM strikethrough. It is safe
@@ -29,79 +31,6 @@ const (
 	// most of it.
 	maxPost = 30 << 10
 )
-
-// maxParseLine bounds the lines whose inline Markdown is parsed: goldmark
-// is quadratic in a line of unclosed "[a](" (4 s for 140 KiB), so a longer
-// line is escaped first and read as the text it is.
-const maxParseLine = 4 << 10
-
-// guardDraft prepares a draft for goldmark, whose time is quadratic in two
-// shapes no message needs: a line longer than maxParseLine (escaped, so it
-// has no inline markup to try) and quotes nested deeper than maxDepth (the
-// markers past it escaped, so they are text; 7 s for 140 KiB of ">"
-// otherwise). Lines in fenced code are left alone: goldmark reads them
-// without inline parsing.
-func guardDraft(md string) string {
-	var b strings.Builder
-	fence := ""
-	for rest := md; rest != ""; {
-		line := rest
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			line = rest[:i+1]
-		}
-		rest = rest[len(line):]
-		t := strings.TrimLeft(line, " ")
-		if len(line)-len(t) < 4 {
-			switch {
-			case fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
-				fence = t[:3]
-			case fence != "" && strings.HasPrefix(t, fence):
-				fence = ""
-				b.WriteString(line)
-				continue
-			}
-		}
-		if fence == "" {
-			line = capQuotes(line)
-			if len(line) > maxParseLine {
-				line = escapeLine(line)
-			}
-		}
-		b.WriteString(line)
-	}
-	return b.String()
-}
-
-// capQuotes escapes the quote marker past maxDepth at the start of a line.
-func capQuotes(line string) string {
-	depth := 0
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case ' ', '\t':
-		case '>':
-			if depth++; depth > maxDepth {
-				return line[:i] + `\` + line[i:]
-			}
-		default:
-			return line
-		}
-	}
-	return line
-}
-
-// escapeLine backslash-escapes every ASCII punctuation character of a
-// line (CommonMark lets any be escaped), so none is markup.
-func escapeLine(line string) string {
-	var b strings.Builder
-	b.Grow(len(line) * 2)
-	for i := 0; i < len(line); i++ {
-		if c := line[i]; c < 0x80 && util.IsPunct(c) {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(line[i])
-	}
-	return b.String()
-}
 
 // ErrTooLarge is wrapped by FromMarkdown's error for a draft Lark would
 // refuse for its size.
@@ -134,7 +63,7 @@ func FromMarkdown(md string) (msgType string, content json.RawMessage, err error
 	if strings.TrimSpace(md) == "" {
 		return "", nil, errors.New("content: empty draft")
 	}
-	src := []byte(guardDraft(md))
+	src := []byte(mdsafe.Guard(md))
 	doc := mdParser.Parse(text.NewReader(src))
 	w := &postWriter{src: src}
 	w.blocks(doc, "", 0)

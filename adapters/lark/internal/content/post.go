@@ -5,9 +5,12 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/yuin/goldmark/text"
 	"strings"
 	"time"
+
+	"github.com/yuin/goldmark/text"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 func unixMilli(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
@@ -286,7 +289,7 @@ func markdownLines(md string) [][]element {
 	if len(md) > maxDraft {
 		md = md[:maxDraft]
 	}
-	w := &postWriter{src: []byte(guardDraft(md))}
+	w := &postWriter{src: []byte(mdsafe.Guard(md))}
 	w.blocks(mdParser.Parse(text.NewReader(w.src)), "", 0)
 	w.flush()
 	out := make([][]element, len(w.lines))

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 // Names resolves ids met in a message to display names; a nil func or ""
@@ -795,15 +797,15 @@ func link(url, label string) string {
 			if autolinkable(url) {
 				return "<" + url + ">"
 			}
-			return "[" + escapeText(url) + "](" + destination(url) + ")"
+			return "[" + escapeText(url) + "](" + mdsafe.Destination(url) + ")"
 		}
-		return "[" + escapeText(label) + "](" + destination(url) + ")"
+		return "[" + escapeText(label) + "](" + mdsafe.Destination(url) + ")"
 	case "mailto":
 		addr := url[len("mailto:"):]
 		if label == "" || label == addr || label == url {
 			return escapeText(addr)
 		}
-		return "[" + escapeText(label) + "](" + destination(url) + ")"
+		return "[" + escapeText(label) + "](" + mdsafe.Destination(url) + ")"
 	}
 	if label == "" || label == url {
 		return escapeText(url)
@@ -820,28 +822,4 @@ func autolinkable(url string) bool {
 		}
 	}
 	return true
-}
-
-// destination writes a link destination CommonMark reads back as url:
-// backslash before the characters that would end or change it, spaces and
-// controls percent-encoded.
-func destination(url string) string {
-	var b strings.Builder
-	for _, r := range url {
-		switch {
-		case r == '\\' || r == '(' || r == ')' || r == '<' || r == '>' || r == '&' || r == '`':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r <= ' ' || r == 0x7f || unicode.IsSpace(r):
-			var buf [4]byte
-			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
-				b.WriteByte('%')
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&15])
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -12,6 +12,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 // parser reads drafts as CommonMark plus GFM's strikethrough and tables
@@ -36,88 +38,15 @@ func FromMarkdown(md string) string {
 		// is, escaped, in one linear pass.
 		return escapeSlack(md)
 	}
-	src := []byte(guardDraft(md))
+	src := []byte(mdsafe.Guard(md))
 	doc := parser.Parse(text.NewReader(src))
 	r := &outRenderer{src: src}
 	return strings.TrimRight(r.blocks(doc, 0), "\n")
 }
 
-const (
-	// maxDraft bounds the drafts parsed as Markdown.
-	maxDraft = 320 << 10
-	// maxParseLine bounds the lines whose inline Markdown is parsed:
-	// goldmark's link parsing is quadratic in a line of unclosed "[a]("
-	// (4 s for 64 KiB), so a longer line is escaped first and read as
-	// the text it is.
-	maxParseLine = 4 << 10
-)
-
-// guardDraft prepares a draft for goldmark, whose time is quadratic in two
-// shapes no message needs: a line longer than maxParseLine (escaped, so it
-// has no inline markup to try) and quotes nested deeper than maxDepth (the
-// markers past it escaped, so they are text). Lines in fenced code are
-// left alone: goldmark reads them without inline parsing.
-func guardDraft(md string) string {
-	var b strings.Builder
-	fence := ""
-	for rest := md; rest != ""; {
-		line := rest
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			line = rest[:i+1]
-		}
-		rest = rest[len(line):]
-		t := strings.TrimLeft(line, " ")
-		if len(line)-len(t) < 4 {
-			switch {
-			case fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
-				fence = t[:3]
-			case fence != "" && strings.HasPrefix(t, fence):
-				fence = ""
-				b.WriteString(line)
-				continue
-			}
-		}
-		if fence == "" {
-			line = capQuotes(line)
-			if len(line) > maxParseLine {
-				line = escapeMarkdownLine(line)
-			}
-		}
-		b.WriteString(line)
-	}
-	return b.String()
-}
-
-// capQuotes escapes the quote marker past maxDepth at the start of a line.
-func capQuotes(line string) string {
-	depth := 0
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case ' ', '\t':
-		case '>':
-			if depth++; depth > maxDepth {
-				return line[:i] + `\` + line[i:]
-			}
-		default:
-			return line
-		}
-	}
-	return line
-}
-
-// escapeMarkdownLine backslash-escapes every ASCII punctuation character
-// of a line (CommonMark lets any be escaped), so none is markup.
-func escapeMarkdownLine(line string) string {
-	var b strings.Builder
-	b.Grow(len(line) * 2)
-	for i := 0; i < len(line); i++ {
-		if c := line[i]; c < 0x80 && util.IsPunct(c) {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(line[i])
-	}
-	return b.String()
-}
+// maxDraft bounds the drafts parsed as Markdown; mdsafe.Guard keeps
+// goldmark linear within it (long lines, deep quotes).
+const maxDraft = 320 << 10
 
 type outRenderer struct {
 	src []byte

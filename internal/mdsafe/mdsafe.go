@@ -1,0 +1,118 @@
+// Package mdsafe holds what Courier's text converters need to read and
+// write Markdown that comes from outsiders: a guard that keeps goldmark's
+// parse time linear whatever a draft holds, and a link destination that
+// CommonMark reads back as the URL given. The Slack and Lark converters
+// share it.
+package mdsafe
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/yuin/goldmark/util"
+)
+
+const (
+	// MaxLine bounds the lines whose inline Markdown is parsed: goldmark
+	// takes quadratic time on some long lines (seconds for 64 KiB), and
+	// no message needs markup in a line longer than this.
+	MaxLine = 4 << 10
+	// MaxQuoteDepth bounds the nesting of block quotes goldmark reads (7 s
+	// for 140 KiB of ">" otherwise).
+	MaxQuoteDepth = 32
+)
+
+// Guard prepares Markdown for goldmark, whose time is quadratic in two
+// shapes no message needs: a line longer than MaxLine (escaped, so it has
+// no inline markup to try) and quotes nested deeper than MaxQuoteDepth
+// (the markers past it escaped, so they are text). Lines in fenced code
+// are left alone: goldmark reads them without inline parsing.
+func Guard(md string) string {
+	var b strings.Builder
+	fence := ""
+	for rest := md; rest != ""; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		t := strings.TrimLeft(line, " ")
+		if len(line)-len(t) < 4 {
+			switch {
+			case fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+				fence = t[:3]
+			case fence != "" && strings.HasPrefix(t, fence):
+				fence = ""
+				b.WriteString(line)
+				continue
+			}
+		}
+		if fence == "" {
+			line = capQuotes(line)
+			if len(line) > MaxLine {
+				line = EscapeLine(line)
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// capQuotes escapes the quote marker past MaxQuoteDepth at the start of a
+// line.
+func capQuotes(line string) string {
+	depth := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case ' ', '\t':
+		case '>':
+			if depth++; depth > MaxQuoteDepth {
+				return line[:i] + `\` + line[i:]
+			}
+		default:
+			return line
+		}
+	}
+	return line
+}
+
+// EscapeLine backslash-escapes every ASCII punctuation character of a line
+// (CommonMark lets any be escaped), so none is markup.
+func EscapeLine(line string) string {
+	var b strings.Builder
+	b.Grow(len(line) * 2)
+	for i := 0; i < len(line); i++ {
+		if c := line[i]; c < 0x80 && util.IsPunct(c) {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(line[i])
+	}
+	return b.String()
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+// Destination writes a link destination CommonMark reads back as url:
+// a backslash before the characters that would end or change it, spaces
+// and controls percent-encoded.
+func Destination(url string) string {
+	var b strings.Builder
+	for _, r := range url {
+		switch {
+		case r == '\\' || r == '(' || r == ')' || r == '<' || r == '>' || r == '&' || r == '`':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r <= ' ' || r == 0x7f || unicode.IsSpace(r):
+			var buf [4]byte
+			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
+				b.WriteByte('%')
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&15])
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
