@@ -6,6 +6,7 @@
 package mdsafe
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -115,4 +116,49 @@ func Destination(url string) string {
 		}
 	}
 	return b.String()
+}
+
+// EntityAt reports whether s starts with what CommonMark may read as an
+// entity or numeric character reference: "&", then a name or "#" and
+// digits (at most 32 in all), then ";".
+func EntityAt(s string) bool {
+	for i := 1; i < len(s) && i < 34; i++ {
+		c := s[i]
+		switch {
+		case c == ';':
+			return i > 1
+		case c == '#' && i == 1:
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// Unescape reads Markdown text as goldmark's renderer would print it: a
+// backslash before punctuation dropped, entity and numeric references
+// resolved. (goldmark's AST keeps both as written.)
+func Unescape(b []byte) string {
+	var out strings.Builder
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '\\' && i+1 < len(b) && util.IsPunct(b[i+1]):
+			out.WriteByte(b[i+1])
+			i++
+		case c == '&' && EntityAt(string(b[i:min(len(b), i+34)])):
+			end := i + bytes.IndexByte(b[i:], ';') + 1
+			ref := b[i:end]
+			if ref[1] == '#' {
+				ref = util.ResolveNumericReferences(ref)
+			} else {
+				ref = util.ResolveEntityNames(ref)
+			}
+			out.Write(ref)
+			i = end - 1
+		default:
+			out.WriteByte(c)
+		}
+	}
+	return out.String()
 }

@@ -2,7 +2,6 @@ package content
 
 import (
 	"strings"
-	"unicode"
 
 	"github.com/monoco/courier/internal/mdsafe"
 )
@@ -69,7 +68,7 @@ func escapeInline(s string, b *strings.Builder) {
 		case '\\', '*', '~', '`', '[', ']', '<', '>', '!':
 			b.WriteByte('\\')
 		case '&':
-			if entityAt(s[i:]) {
+			if mdsafe.EntityAt(s[i:]) {
 				b.WriteByte('\\')
 			}
 		}
@@ -79,21 +78,6 @@ func escapeInline(s string, b *strings.Builder) {
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// entityAt reports whether s starts with what CommonMark reads as an
-// entity or numeric character reference ("&amp;", "&#38;").
-func entityAt(s string) bool {
-	end := strings.IndexByte(s, ';')
-	if end < 2 || end > 32 {
-		return false
-	}
-	for _, r := range s[1:end] {
-		if !(r == '#' || r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			return false
-		}
-	}
-	return true
 }
 
 // scheme returns the lower-cased scheme of a URL, or "".

@@ -1,4 +1,6 @@
 package content
 
+import "github.com/monoco/courier/internal/mdsafe"
+
 // UnescapeMarkdown lets the tests read Markdown text as FromMarkdown does.
-var UnescapeMarkdown = unescapeMarkdown
+var UnescapeMarkdown = mdsafe.Unescape

@@ -1,7 +1,6 @@
 package content
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
 
 	"github.com/monoco/courier/internal/mdsafe"
 )
@@ -313,7 +311,7 @@ func (w *postWriter) inlines(n ast.Node, prefix string) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			run.WriteString(unescapeMarkdown(c.Value(w.src)))
+			run.WriteString(mdsafe.Unescape(c.Value(w.src)))
 			if c.SoftLineBreak() || c.HardLineBreak() {
 				w.words(run.String())
 				run.Reset()
@@ -343,13 +341,13 @@ func (w *postWriter) inlines(n ast.Node, prefix string) {
 			w.inlines(c, prefix)
 			w.style = w.style[:len(w.style)-1]
 		case *ast.Link:
-			w.link(unescapeMarkdown(c.Destination), plainText(c, w.src))
+			w.link(mdsafe.Unescape(c.Destination), plainText(c, w.src))
 		case *ast.Image:
 			alt := plainText(c, w.src)
 			if alt == "" {
 				alt = "image"
 			}
-			w.link(unescapeMarkdown(c.Destination), alt)
+			w.link(mdsafe.Unescape(c.Destination), alt)
 		case *ast.AutoLink:
 			u := string(c.URL(w.src))
 			if c.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(u), "mailto:") {
@@ -426,7 +424,7 @@ func plainText(n ast.Node, src []byte) string {
 		}
 		switch c := c.(type) {
 		case *ast.Text:
-			b.WriteString(unescapeMarkdown(c.Value(src)))
+			b.WriteString(mdsafe.Unescape(c.Value(src)))
 			if c.SoftLineBreak() || c.HardLineBreak() {
 				b.WriteByte(' ')
 			}
@@ -450,31 +448,4 @@ func codeText(n ast.Node, src []byte) string {
 		}
 	}
 	return b.String()
-}
-
-// unescapeMarkdown reads Markdown text as a renderer shows it: backslash
-// escapes and entity references resolved (goldmark's Text values keep
-// them as written).
-func unescapeMarkdown(b []byte) string {
-	var out strings.Builder
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '\\' && i+1 < len(b) && util.IsPunct(b[i+1]):
-			out.WriteByte(b[i+1])
-			i++
-		case c == '&' && entityAt(string(b[i:min(len(b), i+34)])):
-			end := i + bytes.IndexByte(b[i:], ';') + 1
-			ref := b[i:end]
-			if ref[1] == '#' {
-				ref = util.ResolveNumericReferences(ref)
-			} else {
-				ref = util.ResolveEntityNames(ref)
-			}
-			out.Write(ref)
-			i = end - 1
-		default:
-			out.WriteByte(c)
-		}
-	}
-	return out.String()
 }

@@ -692,7 +692,7 @@ func escapeText(s string) string {
 		case '\\', '*', '~', '`', '[', ']', '<':
 			b.WriteByte('\\')
 		case '&':
-			if entityAt(s[i:]) {
+			if mdsafe.EntityAt(s[i:]) {
 				b.WriteByte('\\')
 			}
 		}
@@ -703,23 +703,6 @@ func escapeText(s string) string {
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// entityAt reports whether s starts with what CommonMark reads as an entity
-// or a numeric character reference.
-func entityAt(s string) bool {
-	for i := 1; i < len(s) && i < 34; i++ {
-		c := s[i]
-		switch {
-		case c == ';':
-			return i > 1
-		case c == '#' && i == 1:
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 // angle converts the inside of a <...> control sequence: a mention, a

@@ -1,7 +1,6 @@
 package mrkdwn
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -11,7 +10,6 @@ import (
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
 
 	"github.com/monoco/courier/internal/mdsafe"
 )
@@ -183,7 +181,7 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 	}
 	switch n := n.(type) {
 	case *ast.Text:
-		b.WriteString(escapeSlack(unescapeMarkdown(n.Value(r.src))))
+		b.WriteString(escapeSlack(mdsafe.Unescape(n.Value(r.src))))
 		if n.HardLineBreak() || n.SoftLineBreak() {
 			b.WriteByte('\n')
 		}
@@ -204,7 +202,7 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 	case *east.Strikethrough:
 		r.delimit(b, n, "~", r.inlines(n, depth, heading), "~")
 	case *ast.Link:
-		dest := unescapeMarkdown(n.Destination)
+		dest := mdsafe.Unescape(n.Destination)
 		// Slack has no formatting inside a link's label; it writes a bold
 		// link as *<url|label>* (its own text of such a message does), so
 		// a label wholly emphasised takes its emphasis outside.
@@ -216,7 +214,7 @@ func (r *outRenderer) inline(b *strings.Builder, n ast.Node, depth int, heading 
 		}
 		r.delimit(b, n, open, link, close)
 	case *ast.Image:
-		dest := unescapeMarkdown(n.Destination)
+		dest := mdsafe.Unescape(n.Destination)
 		b.WriteString(slackLink(dest, plainText(n, r.src)))
 	case *ast.AutoLink:
 		u := string(n.URL(r.src))
@@ -318,33 +316,6 @@ func slackURL(u string) string {
 // escapeSlack escapes the three characters Slack reserves in text.
 var escapeSlack = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
-// unescapeMarkdown resolves CommonMark's backslash escapes and character
-// references in a raw segment, in one pass as a renderer does: "\\&lt;" is
-// the text "&lt;", not "<".
-func unescapeMarkdown(b []byte) string {
-	var out strings.Builder
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '\\' && i+1 < len(b) && util.IsPunct(b[i+1]):
-			out.WriteByte(b[i+1])
-			i++
-		case c == '&' && entityAt(string(b[i:min(len(b), i+34)])):
-			end := i + bytes.IndexByte(b[i:], ';') + 1
-			ref := b[i:end]
-			if ref[1] == '#' {
-				ref = util.ResolveNumericReferences(ref)
-			} else {
-				ref = util.ResolveEntityNames(ref)
-			}
-			out.Write(ref)
-			i = end - 1
-		default:
-			out.WriteByte(c)
-		}
-	}
-	return out.String()
-}
-
 // lines returns the raw lines of a block (code, HTML).
 func lines(n ast.Node, src []byte) string {
 	var b strings.Builder
@@ -369,7 +340,7 @@ func plainText(n ast.Node, src []byte) string {
 		stack = stack[:len(stack)-1]
 		switch c := c.(type) {
 		case *ast.Text:
-			b.WriteString(unescapeMarkdown(c.Value(src)))
+			b.WriteString(mdsafe.Unescape(c.Value(src)))
 			if c.SoftLineBreak() || c.HardLineBreak() {
 				b.WriteByte(' ')
 			}
