@@ -1,0 +1,353 @@
+package lark
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/lark/internal/content"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// Adapter holds what receiving from Lark needs. New does not build one yet:
+// the transports (ws, webhook) come next.
+type Adapter struct {
+	cfg    config.Lark
+	limits config.Limits
+	base   string // the API's scheme and host, no trailing slash
+	http   *http.Client
+	dz     *dropzone.Store
+	log    *slog.Logger
+	tok    tokens
+	dir    directory
+}
+
+// baseURL is the API base of courier.adapters.lark.domain: feishu (the
+// default), lark, or a base URL (a test's fake).
+func baseURL(domain string) string {
+	switch strings.ToLower(strings.TrimSpace(domain)) {
+	case "", "feishu":
+		return "https://open.feishu.cn"
+	case "lark":
+		return "https://open.larksuite.com"
+	}
+	return strings.TrimRight(strings.TrimSpace(domain), "/")
+}
+
+func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *http.Client, log *slog.Logger) *Adapter {
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Minute}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Adapter{cfg: cfg, limits: limits, base: baseURL(cfg.Domain), http: hc, dz: dz, log: log}
+}
+
+// event is one event as Lark delivers it: a schema 2.0 envelope (header and
+// event), or the event body alone (as some exports write it).
+type event struct {
+	Header struct {
+		EventID   string `json:"event_id"`
+		EventType string `json:"event_type"`
+		AppID     string `json:"app_id"`
+	} `json:"header"`
+	Event json.RawMessage `json:"event"`
+}
+
+// body is the event body of im.message.receive_v1 and
+// im.message.recalled_v1 (the fields read; provider_raw keeps the rest).
+type body struct {
+	Message struct {
+		MessageID   string `json:"message_id"`
+		RootID      string `json:"root_id"`
+		ParentID    string `json:"parent_id"`
+		ThreadID    string `json:"thread_id"`
+		ChatID      string `json:"chat_id"`
+		ChatType    string `json:"chat_type"`
+		MessageType string `json:"message_type"`
+		Content     string `json:"content"`
+		CreateTime  string `json:"create_time"`
+		Mentions    []struct {
+			Key string `json:"key"`
+			ID  struct {
+				OpenID string `json:"open_id"`
+			} `json:"id"`
+			Name string `json:"name"`
+		} `json:"mentions"`
+	} `json:"message"`
+	Sender struct {
+		SenderID struct {
+			OpenID string `json:"open_id"`
+			AppID  string `json:"app_id"`
+		} `json:"sender_id"`
+		SenderType string `json:"sender_type"`
+	} `json:"sender"`
+	// recalled_v1
+	MessageID  string `json:"message_id"`
+	ChatID     string `json:"chat_id"`
+	RecallTime string `json:"recall_time"`
+}
+
+// parseEvent reads an event as received.
+func parseEvent(data []byte) (event, error) {
+	var ev event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return ev, fmt.Errorf("lark: event is not JSON: %w", err)
+	}
+	if len(ev.Event) == 0 {
+		// The body alone: a message event without its envelope.
+		ev.Event = json.RawMessage(data)
+		ev.Header.EventType = "im.message.receive_v1"
+	}
+	return ev, nil
+}
+
+// resourceOnly are the message types that carry a file and no words.
+var resourceOnly = map[string]bool{"image": true, "file": true, "audio": true, "media": true, "sticker": true}
+
+// maxContent bounds a message's content: Lark's own limit is 150 KB for
+// text and 30 KB for a post or a card; more is not Lark's.
+const maxContent = 1 << 20
+
+// normalize maps one event to the message file it makes (DESIGN §2-5). It
+// returns nil, nil for an event that writes nothing, and an error only when
+// trying again could succeed (a resource fetch that may pass).
+func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, error) {
+	var b body
+	if err := json.Unmarshal(ev.Event, &b); err != nil {
+		a.log.Warn("lark: event body not readable; nothing written", "event_id", clip(ev.Header.EventID, 100), "error", err)
+		return nil, nil
+	}
+	switch ev.Header.EventType {
+	case "im.message.receive_v1":
+		return a.received(ctx, ev, &b)
+	case "im.message.recalled_v1":
+		return a.recalled(ev, &b)
+	}
+	return nil, nil
+}
+
+func (a *Adapter) base0(ev event, id string, th threading.IMThread) *schema.Message {
+	now := time.Now()
+	return &schema.Message{
+		ID: id, Provider: schema.Lark, Direction: schema.Inbound,
+		Session:    schema.Session{ID: clean(th.SessionID), Type: th.SessionType, ThreadKey: schema.NullString(th.ThreadKey)},
+		ThreadRoot: schema.NullString(th.ThreadRoot), ReplyTo: schema.NullString(th.ReplyTo),
+		Timestamp: schema.NewTime(now), ReceivedAt: schema.NewTime(now),
+		Metadata:     schema.Metadata{SchemaVersion: schema.SchemaVersion, ProtocolVersion: schema.ProtocolVersion},
+		Artifacts:    []schema.Artifact{},
+		Participants: schema.Participants{To: []schema.Participant{}, Cc: []schema.Participant{}, Bcc: []schema.Participant{}, Mentions: []schema.Mention{}},
+	}
+}
+
+func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Event, error) {
+	m := &b.Message
+	id := threading.LarkID(m.MessageID)
+	if id == "" || strings.TrimSpace(m.ChatID) == "" {
+		a.log.Warn("lark: message without a message_id or a chat_id; nothing written", "event_id", clip(ev.Header.EventID, 100))
+		return nil, nil
+	}
+	if b.Sender.SenderType == "app" && a.cfg.AppID != "" && (b.Sender.SenderID.OpenID == a.cfg.AppID || b.Sender.SenderID.AppID == a.cfg.AppID) {
+		// Our own message: dropped by the pipeline; nothing fetched.
+		return &adapters.Event{Self: true, Message: &schema.Message{ID: id, Provider: schema.Lark, Direction: schema.Inbound}}, nil
+	}
+	th := threading.Lark(threading.LarkRef{ChatID: m.ChatID, ChatType: m.ChatType, MessageID: m.MessageID, ThreadID: m.ThreadID, RootID: m.RootID, ParentID: m.ParentID})
+	msg := a.base0(ev, id, th)
+	extra := map[string]any{}
+	if at, ok := millis(m.CreateTime); ok {
+		msg.Timestamp = schema.NewTime(at)
+	} else {
+		extra["create_time_unparsed"] = clip(m.CreateTime, 64)
+	}
+	from := clean(b.Sender.SenderID.OpenID)
+	p := schema.Participant{ID: from, PlatformID: from, Name: from}
+	if from == "" {
+		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
+	} else if n := a.userName(ctx, from); n != "" {
+		p.Name = clean(n)
+	}
+	msg.Participants.From = p
+
+	var ms []content.Mention
+	for _, x := range m.Mentions {
+		ms = append(ms, content.Mention{Key: x.Key, ID: x.ID.OpenID, Name: x.Name})
+	}
+	raw := m.Content
+	if len(raw) > maxContent {
+		extra["content_truncated"] = fmt.Sprintf("the content is %d bytes, over the %d read", len(raw), maxContent)
+		raw = ""
+	}
+	r, err := content.Parse(m.MessageType, raw, ms, content.Names{User: func(id string) string { return a.userName(ctx, id) }})
+	if err != nil {
+		// Kept, never dropped: the content is in provider_raw.
+		extra["parse_error"] = clip(err.Error(), 500)
+		r.Text = "[" + clip(m.MessageType, 64) + " message that could not be read]"
+		r.Markdown = r.Text
+	}
+	for _, x := range r.Mentions {
+		if len(msg.Participants.Mentions) >= 100 {
+			break
+		}
+		if x.ID == content.AllID {
+			msg.Participants.Mentions = append(msg.Participants.Mentions, schema.Mention{Type: schema.MentionAll, Target: "all"})
+			continue
+		}
+		if x.ID == "" {
+			continue
+		}
+		msg.Participants.Mentions = append(msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: clean(x.ID), Name: clean(x.Name)})
+	}
+
+	var batch *dropzone.Batch
+	if a.dz != nil {
+		batch = a.dz.NewBatch()
+		defer batch.Abort() // does nothing once committed
+	}
+	if len(r.Resources) > 0 {
+		arts, notes, err := a.fetchResources(ctx, m.MessageID, r.Resources, batch)
+		if err != nil {
+			return nil, err
+		}
+		msg.Artifacts = append(msg.Artifacts, arts...)
+		if len(notes) > 0 {
+			extra["resources"] = notes
+		}
+	}
+	text, md := strings.TrimRight(clean(r.Text), "\n"), strings.TrimRight(clean(r.Markdown), "\n")
+	msg.Content = schema.Content{Text: schema.NullString(text), Markdown: schema.NullString(md)}
+	msg.Body = md
+	if md != "" {
+		msg.Body += "\n"
+	}
+	// A message of a file alone has only its bracketed note as text.
+	hasWords := strings.TrimSpace(text) != "" && !resourceOnly[m.MessageType]
+	msg.Type = schema.TypeOf(hasWords, msg.Artifacts)
+	msg.Metadata.ProviderRaw = providerRaw(ev.Event)
+	x := &msg.Metadata.Extra
+	x.EventID = clip(ev.Header.EventID, 200)
+	extra["message_type"] = clip(m.MessageType, 64)
+	x.Other = extra
+	if batch != nil {
+		if err := batch.Commit(); err != nil {
+			return nil, adapters.Temporary(fmt.Errorf("lark: store the resources of %s: %w", id, err))
+		}
+	}
+	out := &adapters.Event{Message: msg, Debounce: true, ThreadCorrelation: th.ThreadKey != ""}
+	if ev.Header.EventID != "" {
+		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
+	}
+	return out, nil
+}
+
+// recalled writes a file of its own saying which message was recalled; it
+// keeps no word of it.
+func (a *Adapter) recalled(ev event, b *body) (*adapters.Event, error) {
+	rid := threading.LarkID(b.MessageID)
+	if rid == "" {
+		a.log.Warn("lark: recall that names no message; nothing written", "event_id", clip(ev.Header.EventID, 100))
+		return nil, nil
+	}
+	th := threading.Lark(threading.LarkRef{ChatID: b.ChatID, MessageID: b.MessageID})
+	if th.SessionID == "" {
+		th.SessionID = "unknown"
+	}
+	msg := a.base0(ev, rid+"_recall", th)
+	if at, ok := millis(b.RecallTime); ok {
+		msg.Timestamp = schema.NewTime(at)
+	}
+	msg.Participants.From = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
+	s := "This message was recalled: " + rid + "."
+	msg.Content = schema.Content{Text: schema.NullString(s), Markdown: schema.NullString("*" + s + "*")}
+	msg.Body = "*" + s + "*\n"
+	msg.Type = schema.TypeOf(true, nil)
+	msg.Metadata.ProviderRaw = providerRaw(ev.Event)
+	msg.Metadata.Extra.EventID = clip(ev.Header.EventID, 200)
+	msg.Metadata.Extra.Recalls = rid
+	out := &adapters.Event{Message: msg}
+	if ev.Header.EventID != "" {
+		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
+	}
+	return out, nil
+}
+
+// millis reads a Lark time (milliseconds since the epoch, as a string).
+func millis(s string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > 1<<50 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n).UTC(), true
+}
+
+func clean(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+// maxRaw bounds metadata.provider_raw, in bytes of JSON.
+const maxRaw = 32 << 10
+
+// providerRaw is the event body minus anything secret (any key named token
+// or ending in _token); over maxRaw, only the message's ids are kept.
+func providerRaw(inner json.RawMessage) map[string]any {
+	var v map[string]any
+	if json.Unmarshal(inner, &v) != nil || v == nil {
+		return nil
+	}
+	stripSecrets(v, 0)
+	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
+		return v
+	}
+	small := map[string]any{"truncated": fmt.Sprintf("the event is over %d bytes: only its ids are kept", maxRaw)}
+	if msg, ok := v["message"].(map[string]any); ok {
+		keep := map[string]any{}
+		for _, k := range []string{"message_id", "root_id", "parent_id", "thread_id", "chat_id", "chat_type", "message_type", "create_time"} {
+			if s, ok := msg[k].(string); ok && len(s) < 1024 {
+				keep[k] = s
+			}
+		}
+		small["message"] = keep
+	}
+	return small
+}
+
+func stripSecrets(v any, depth int) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			lk := strings.ToLower(k)
+			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
+				delete(t, k)
+				continue
+			}
+			if depth > 16 {
+				t[k] = "(nested too deep)"
+				continue
+			}
+			t[k] = stripSecrets(x, depth+1)
+		}
+	case []any:
+		for i, x := range t {
+			if depth > 16 {
+				t[i] = "(nested too deep)"
+				continue
+			}
+			t[i] = stripSecrets(x, depth+1)
+		}
+	}
+	return v
+}
