@@ -222,7 +222,13 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		}
 		msg.Artifacts = append(msg.Artifacts, arts...)
 		if len(notes) > 0 {
-			extra["resources"] = notes
+			// Plain maps: metadata.extra holds only what YAML and
+			// JSON write as they are.
+			var list []any
+			for _, n := range notes {
+				list = append(list, map[string]any{"key": clean(n.Key), "kind": n.Kind, "reason": clean(n.Reason)})
+			}
+			extra["resources"] = list
 		}
 	}
 	text, md := strings.TrimRight(clean(r.Text), "\n"), strings.TrimRight(clean(r.Markdown), "\n")

@@ -1,6 +1,7 @@
 package lark
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -126,11 +127,7 @@ func skip(format string, args ...any) error { return &errSkip{reason: fmt.Sprint
 
 // resourceNote is what metadata.extra.resources says of a resource not
 // stored, and why.
-type resourceNote struct {
-	Key    string `json:"key"`
-	Kind   string `json:"kind"`
-	Reason string `json:"reason"`
-}
+type resourceNote struct{ Key, Kind, Reason string }
 
 // fetchResources stores the message's resources in batch. The error is
 // one worth retrying.
@@ -226,7 +223,11 @@ func (a *Adapter) download(ctx context.Context, u, tok string, r content.Resourc
 	if resp.ContentLength > max {
 		return art, false, skip("resource is %d bytes, over the %d an artifact may have (courier.limits.max_artifact_bytes)", resp.ContentLength, max)
 	}
-	lim := &limitReader{r: resp.Body, left: max}
+	// Lark serves every resource as application/octet-stream and names
+	// only files: an image's type is read from its first bytes.
+	br := bufio.NewReaderSize(resp.Body, 4096)
+	head, _ := br.Peek(512)
+	lim := &limitReader{r: br, left: max}
 	obj, err := batch.Put(lim)
 	switch {
 	case lim.over, errors.Is(err, dropzone.ErrTooLarge):
@@ -238,17 +239,17 @@ func (a *Adapter) download(ctx context.Context, u, tok string, r content.Resourc
 	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil && strings.TrimSpace(name) == "" {
 		name = params["filename"]
 	}
+	media := mime.TypeByExtension(extOf(name))
+	if media == "" {
+		media = http.DetectContentType(head) // "application/octet-stream" when it cannot tell
+	}
 	if strings.TrimSpace(name) == "" {
 		name = r.Kind + "-" + r.Key
-	}
-	name = dropzone.SanitizeName(name)
-	media := mime.TypeByExtension(extOf(name))
-	if _, _, err := mime.ParseMediaType(media); err != nil || media == "" {
-		media = "application/octet-stream"
-		if r.Kind == "image" || r.Kind == "sticker" {
-			media = "image/png" // Lark serves its images as PNG or JPEG; the type only guides a reader
+		if exts, _ := mime.ExtensionsByType(media); len(exts) > 0 && media != "application/octet-stream" {
+			name += exts[0]
 		}
 	}
+	name = dropzone.SanitizeName(name)
 	return schema.Artifact{ID: obj.ID, Name: name, Type: schema.ArtifactTypeOf(media, name), MimeType: media, Size: obj.Size, Path: obj.Path}, false, nil
 }
 
