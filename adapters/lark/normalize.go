@@ -117,6 +117,9 @@ func parseEvent(data []byte) (event, error) {
 // resourceOnly are the message types that carry a file and no words.
 var resourceOnly = map[string]bool{"image": true, "file": true, "audio": true, "media": true, "sticker": true}
 
+// maxLookups bounds the names looked up for the ids one message names.
+const maxLookups = 20
+
 // maxContent bounds a message's content: Lark's own limit is 150 KB for
 // text and 30 KB for a post or a card; more is not Lark's.
 const maxContent = 1 << 20
@@ -189,7 +192,17 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		extra["content_truncated"] = fmt.Sprintf("the content is %d bytes, over the %d read", len(raw), maxContent)
 		raw = ""
 	}
-	r, err := content.Parse(m.MessageType, raw, ms, content.Names{User: func(id string) string { return a.userName(ctx, id) }})
+	// Names for ids the event does not name: at most maxLookups calls
+	// for one message, which anyone can fill with @s of strangers.
+	lookups := 0
+	names := content.Names{User: func(id string) string {
+		if lookups >= maxLookups {
+			return ""
+		}
+		lookups++
+		return a.userName(ctx, id)
+	}}
+	r, err := content.Parse(m.MessageType, raw, ms, names)
 	if err != nil {
 		// Kept, never dropped: the content is in provider_raw.
 		extra["parse_error"] = clip(err.Error(), 500)
