@@ -107,7 +107,7 @@ func (a *Adapter) lookupUser(ctx context.Context, openID string) (string, bool) 
 		case r.Code == codeMissingToken || r.Code == codeInvalidToken:
 			continue
 		case r.Code != 0:
-			a.log.Debug("lark: user name not looked up", "open_id", openID, "code", r.Code, "msg", clip(r.Msg, 200))
+			a.log.Debug("lark: user name not looked up", "open_id", openID, "code", r.Code, "msg", clip(a.redact(r.Msg), 200))
 			return "", false
 		}
 		return clip(strings.TrimSpace(r.Data.User.Name), 256), true

@@ -79,7 +79,7 @@ func (a *Adapter) tenantToken(ctx context.Context, fresh bool) (string, error) {
 	if r.Code != 0 || r.Token == "" {
 		// Lark's msg names the bad field ("app secret invalid"),
 		// never the secret itself.
-		return "", fmt.Errorf("lark: tenant token refused (code %d: %s): check courier.adapters.lark.app_id and app_secret", r.Code, clip(r.Msg, 200))
+		return "", fmt.Errorf("lark: tenant token refused (code %d: %s): check courier.adapters.lark.app_id and app_secret", r.Code, clip(a.redactSecret(r.Msg), 200))
 	}
 	life := time.Duration(r.Expire) * time.Second
 	a.tok.token = r.Token
@@ -217,7 +217,7 @@ func (a *Adapter) download(ctx context.Context, u, tok string, r content.Resourc
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 || e.Code == 99991400:
 			return art, false, fmt.Errorf("lark: fetch resource %s: %s", clip(r.Key, 200), resp.Status)
 		default:
-			return art, false, skip("resource download answered %s (code %d: %s)", resp.Status, e.Code, clip(e.Msg, 200))
+			return art, false, skip("resource download answered %s (code %d: %s)", resp.Status, e.Code, clip(a.redact(e.Msg), 200))
 		}
 	}
 	if resp.ContentLength > max {
@@ -281,6 +281,32 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		return 0, errOverLimit
 	}
 	return n, err
+}
+
+// redact removes the tenant token and the app secret from a string Lark
+// sent (an error's msg), which goes into a log or an error: a server may
+// echo what it was sent.
+func (a *Adapter) redact(s string) string {
+	a.tok.mu.Lock()
+	tok := a.tok.token
+	a.tok.mu.Unlock()
+	for _, secret := range []string{tok, a.cfg.AppSecret.Reveal()} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// redactSecret is redact for use with a.tok.mu held.
+func (a *Adapter) redactSecret(s string) string {
+	if secret := a.cfg.AppSecret.Reveal(); secret != "" {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	if a.tok.token != "" {
+		s = strings.ReplaceAll(s, a.tok.token, "[redacted]")
+	}
+	return s
 }
 
 // clip bounds a string from outside before it goes into a log or an error.
