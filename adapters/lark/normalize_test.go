@@ -334,3 +334,51 @@ func TestCorpus(t *testing.T) {
 		testutil.CheckMessage(t, filepath.Base(f), ev.Message)
 	}
 }
+
+// TestLongTextOverflows: text over courier.limits.max_text_bytes is cut,
+// and the rest is an artifact, so that the file plus its rest is the
+// whole message.
+func TestLongTextOverflows(t *testing.T) {
+	s := fakeLark(t)
+	a, dz := testAdapter(t, s.URL(), s.Options().AppSecret)
+	a.limits.MaxTextBytes = 4096
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "line %d é\n", i)
+	}
+	long := strings.TrimRight(b.String(), "\n")
+	content, _ := json.Marshal(map[string]string{"text": long})
+	quoted, _ := json.Marshal(string(content))
+	ev := readEvent(t, "testdata/thread_reply.json")
+	ev.Event = json.RawMessage(strings.Replace(string(ev.Event), `"{\"text\":\"a reply\"}"`, string(quoted), 1))
+	out, err := a.normalize(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Message
+	testutil.CheckMessage(t, "long", m)
+	if n := len(m.Content.Text) + 2*len(m.Content.Markdown); n > 4096 {
+		t.Errorf("text and Markdown take %d bytes, over 4096", n)
+	}
+	var rest []byte
+	for _, o := range m.Metadata.Extra.Overflow {
+		if o.Field != "content.text" {
+			continue
+		}
+		fh, err := dz.Open(o.Artifacts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, _ = io.ReadAll(fh)
+		fh.Close()
+	}
+	if string(m.Content.Text)+string(rest) != long {
+		t.Errorf("content.text (%d bytes) and its rest (%d) are not the message (%d)", len(m.Content.Text), len(rest), len(long))
+	}
+	if !strings.Contains(m.Body, "markdown-rest.md") {
+		t.Errorf("the body does not say where it goes on")
+	}
+	if m.Type != schema.TypeText {
+		t.Errorf("type %q: the overflow artifacts made it look like a file", m.Type)
+	}
+}
