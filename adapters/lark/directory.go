@@ -11,11 +11,12 @@ import (
 	"time"
 )
 
-// The names of senders come from contact/v3/users, cached: one lookup per
-// user per nameTTL, not per message. The cache is bounded (maxNames): the
-// ids come from events, and anyone in a chat can make new ones appear. A
-// failed lookup falls back to the id and is cached for a shorter while, so
-// that a missing scope does not cost a call per message.
+// The names of senders (contact/v3/users) and of chats (im/v1/chats) are
+// cached: one lookup per id per nameTTL, not per message. The cache is
+// bounded (maxNames): the ids come from events, and anyone in a chat can
+// make new ones appear. A failed lookup falls back to the id and is cached
+// for a shorter while, so that a missing scope does not cost a call per
+// message.
 const (
 	maxNames    = 4096
 	nameTTL     = time.Hour
@@ -29,7 +30,7 @@ type nameEntry struct {
 
 type directory struct {
 	mu    sync.Mutex
-	names map[string]nameEntry
+	names map[string]nameEntry // "u:" + open_id, "c:" + chat_id
 }
 
 // userName returns the display name of an open_id, or "" when Lark does
@@ -38,14 +39,42 @@ func (a *Adapter) userName(ctx context.Context, openID string) string {
 	if !strings.HasPrefix(openID, "ou_") || len(openID) > 128 {
 		return ""
 	}
+	return a.cachedName(ctx, "u:"+openID, func() (string, bool) {
+		var r struct {
+			User struct {
+				Name string `json:"name"`
+			} `json:"user"`
+		}
+		ok := a.getJSON(ctx, "/open-apis/contact/v3/users/"+url.PathEscape(openID)+"?user_id_type=open_id", &r)
+		return r.User.Name, ok
+	})
+}
+
+// chatName returns the name of a chat, or "" when Lark does not say (a
+// p2p chat has none).
+func (a *Adapter) chatName(ctx context.Context, chatID string) string {
+	if !strings.HasPrefix(chatID, "oc_") || len(chatID) > 128 {
+		return ""
+	}
+	return a.cachedName(ctx, "c:"+chatID, func() (string, bool) {
+		var r struct {
+			Name string `json:"name"`
+		}
+		ok := a.getJSON(ctx, "/open-apis/im/v1/chats/"+url.PathEscape(chatID), &r)
+		return r.Name, ok
+	})
+}
+
+func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (string, bool)) string {
 	now := time.Now()
 	a.dir.mu.Lock()
-	if e, ok := a.dir.names[openID]; ok && now.Before(e.until) {
+	if e, ok := a.dir.names[key]; ok && now.Before(e.until) {
 		a.dir.mu.Unlock()
 		return e.name
 	}
 	a.dir.mu.Unlock()
-	name, ok := a.lookupUser(ctx, openID)
+	name, ok := lookup()
+	name = clip(strings.TrimSpace(clean(name)), 256)
 	ttl := nameTTL
 	if !ok {
 		ttl = nameFailTTL
@@ -65,52 +94,50 @@ func (a *Adapter) userName(ctx context.Context, openID string) string {
 			clear(a.dir.names) // all fresh: start over rather than grow
 		}
 	}
-	a.dir.names[openID] = nameEntry{name: name, until: now.Add(ttl)}
+	a.dir.names[key] = nameEntry{name: name, until: now.Add(ttl)}
 	return name
 }
 
-// lookupUser calls contact/v3/users/{open_id}, fetching the token again
-// once when Lark refuses it.
-func (a *Adapter) lookupUser(ctx context.Context, openID string) (string, bool) {
+// getJSON GETs a Lark API path and decodes its data into out, fetching the
+// token again once when Lark refuses it. It reports whether Lark answered
+// code 0; a failure is logged at debug (a name is not worth more).
+func (a *Adapter) getJSON(ctx context.Context, path string, out any) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for attempt := 0; attempt < 2; attempt++ {
 		tok, err := a.tenantToken(ctx, attempt > 0)
 		if err != nil {
-			a.log.Debug("lark: user name not looked up", "open_id", openID, "error", err)
-			return "", false
+			a.log.Debug("lark: name not looked up", "path", path, "error", err)
+			return false
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/open-apis/contact/v3/users/"+url.PathEscape(openID)+"?user_id_type=open_id", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
 		if err != nil {
-			return "", false
+			return false
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := a.apiClient().Do(req)
 		if err != nil {
-			a.log.Debug("lark: user name not looked up", "open_id", openID, "error", err)
-			return "", false
+			a.log.Debug("lark: name not looked up", "path", path, "error", err)
+			return false
 		}
 		var r struct {
-			Code int    `json:"code"`
-			Msg  string `json:"msg"`
-			Data struct {
-				User struct {
-					Name string `json:"name"`
-				} `json:"user"`
-			} `json:"data"`
+			Code int             `json:"code"`
+			Msg  string          `json:"msg"`
+			Data json.RawMessage `json:"data"`
 		}
 		err = json.NewDecoder(io.LimitReader(resp.Body, 256<<10)).Decode(&r)
 		resp.Body.Close()
 		switch {
 		case err != nil:
-			return "", false
+			a.log.Debug("lark: name not looked up: answer not Lark's JSON", "path", path, "status", resp.Status)
+			return false
 		case r.Code == codeMissingToken || r.Code == codeInvalidToken:
 			continue
 		case r.Code != 0:
-			a.log.Debug("lark: user name not looked up", "open_id", openID, "code", r.Code, "msg", clip(a.redact(r.Msg), 200))
-			return "", false
+			a.log.Debug("lark: name not looked up", "path", path, "code", r.Code, "msg", clip(a.redact(r.Msg), 200))
+			return false
 		}
-		return clip(strings.TrimSpace(r.Data.User.Name), 256), true
+		return json.Unmarshal(r.Data, out) == nil
 	}
-	return "", false
+	return false
 }

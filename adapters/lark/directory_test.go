@@ -78,3 +78,27 @@ func TestMentionLookupsBounded(t *testing.T) {
 		t.Errorf("%d name lookups for one message naming 60 strangers, over %d", n, maxLookups+1)
 	}
 }
+
+// TestSessionName: a group's session is named by its chat (looked up
+// once); a p2p chat, which has no name, by the other person.
+func TestSessionName(t *testing.T) {
+	s := fakeLark(t)
+	s.AddChat(larkfake.Chat{ChatID: "oc_dm", ChatMode: "p2p"})
+	a, _ := testAdapter(t, s.URL(), s.Options().AppSecret)
+	ctx := context.Background()
+	for _, name := range []string{"text_mention", "interactive"} {
+		out, err := a.normalize(ctx, readEvent(t, "testdata/"+name+".json"))
+		if err != nil || out.Message.Session.Name != "Launch" {
+			t.Fatalf("%s: session name %q, %v; want the chat's, Launch", name, out.Message.Session.Name, err)
+		}
+	}
+	if n := s.Calls(larkfake.RouteChat); n != 1 {
+		t.Errorf("im/v1/chats called %d times for one chat, want 1", n)
+	}
+	ev := readEvent(t, "testdata/post.json")
+	ev.Event = json.RawMessage(strings.Replace(string(ev.Event), `"oc_chat"`, `"oc_dm"`, 1))
+	out, err := a.normalize(ctx, ev)
+	if err != nil || out.Message.Session.Name != "Ann Lee" || out.Message.Session.ID != "oc_dm" {
+		t.Errorf("p2p: session %+v, %v; want oc_dm named by Ann Lee", out.Message.Session, err)
+	}
+}

@@ -182,6 +182,15 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		p.Name = clean(n)
 	}
 	msg.Participants.From = p
+	// The session's name: the chat's, else (a p2p chat has none) the
+	// other person's, else the id.
+	msg.Session.Name = a.chatName(ctx, m.ChatID)
+	if msg.Session.Name == "" && th.SessionType == schema.Direct && from != "" {
+		msg.Session.Name = p.Name
+	}
+	if msg.Session.Name == "" {
+		msg.Session.Name = msg.Session.ID
+	}
 
 	var ms []content.Mention
 	for _, x := range m.Mentions {
