@@ -59,9 +59,10 @@ func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *h
 // event), or the event body alone (as some exports write it).
 type event struct {
 	Header struct {
-		EventID   string `json:"event_id"`
-		EventType string `json:"event_type"`
-		AppID     string `json:"app_id"`
+		EventID    string `json:"event_id"`
+		EventType  string `json:"event_type"`
+		CreateTime string `json:"create_time"`
+		AppID      string `json:"app_id"`
 	} `json:"header"`
 	Event json.RawMessage `json:"event"`
 }
@@ -173,6 +174,10 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		msg.Timestamp = schema.NewTime(at)
 	} else {
 		extra["create_time_unparsed"] = clip(m.CreateTime, 64)
+		// When the event was made is the nearest Lark says.
+		if at, ok := millis(ev.Header.CreateTime); ok {
+			msg.Timestamp = schema.NewTime(at)
+		}
 	}
 	from := clean(b.Sender.SenderID.OpenID)
 	p := schema.Participant{ID: from, PlatformID: from, Name: from}
@@ -215,8 +220,8 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	if err != nil {
 		// Kept, never dropped: the content is in provider_raw.
 		extra["parse_error"] = clip(err.Error(), 500)
-		r.Text = "[" + clip(m.MessageType, 64) + " message that could not be read]"
-		r.Markdown = r.Text
+		r.Text = "[" + clip(clean(m.MessageType), 64) + " message that could not be read]"
+		r.Markdown = strings.NewReplacer("[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_", "`", "\\`", "<", "\\<").Replace(r.Text)
 	}
 	for _, x := range r.Mentions {
 		if len(msg.Participants.Mentions) >= 100 {

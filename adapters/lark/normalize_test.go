@@ -43,6 +43,7 @@ func fakeLark(t *testing.T) *larkfake.Server {
 	s.AddChat(larkfake.Chat{ChatID: "oc_chat", Name: "Launch"})
 	s.AddResource("om_image", "img_v3_key1", imageBytes, "image", "")
 	s.AddResource("om_file", "file_v3_key1", fileBytes, "file", "report.pdf")
+	s.AddResource("om_post_image", "img_v3_chart", imageBytes, "image", "")
 	return s
 }
 
@@ -187,6 +188,18 @@ func TestRules(t *testing.T) {
 	rc := norm("recall")
 	if rc.Message.ID != "lark_om_text_mention_recall" || rc.Message.Metadata.Extra.Recalls != "lark_om_text_mention" || rc.Debounce {
 		t.Errorf("recall: id %q recalls %q debounce %v", rc.Message.ID, rc.Message.Metadata.Extra.Recalls, rc.Debounce)
+	}
+	pi := norm("post_image").Message
+	if len(pi.Artifacts) != 1 || pi.Artifacts[0].Type != schema.ArtifactImage || !strings.Contains(fmt.Sprint(pi.Metadata.Extra.Other["resources"]), "img_v3_missing") {
+		t.Errorf("post with images: artifacts %+v, extra %v; want the chart stored and the missing one noted", pi.Artifacts, pi.Metadata.Extra.Other)
+	}
+	if pi.Type != schema.TypeMixed {
+		t.Errorf("post with words and an image: type %q, want mixed", pi.Type)
+	}
+	bad := norm("malformed").Message
+	if bad.Metadata.Extra.Other["parse_error"] == nil || bad.Metadata.ProviderRaw == nil || bad.Metadata.Extra.Other["create_time_unparsed"] != "not a time" ||
+		!bad.Timestamp.Time.Equal(time.UnixMilli(1700000000100)) {
+		t.Errorf("malformed content: extra %v, raw kept %v", bad.Metadata.Extra.Other, bad.Metadata.ProviderRaw != nil)
 	}
 	if own := norm("own"); !own.Self {
 		t.Errorf("own message not Self")
