@@ -44,6 +44,8 @@ func fakeLark(t *testing.T) *larkfake.Server {
 	s.AddResource("om_image", "img_v3_key1", imageBytes, "image", "")
 	s.AddResource("om_file", "file_v3_key1", fileBytes, "file", "report.pdf")
 	s.AddResource("om_post_image", "img_v3_chart", imageBytes, "image", "")
+	s.AddResource("om_audio", "file_v3_audio", []byte("OggS\x00\x02 voice bytes"), "file", "")
+	s.AddResource("om_media", "file_v3_video", []byte("\x00\x00\x00\x18ftypmp42 video bytes"), "file", "clip.mp4")
 	return s
 }
 

@@ -241,16 +241,45 @@ func (a *Adapter) download(ctx context.Context, u, tok string, r content.Resourc
 	}
 	media := mime.TypeByExtension(extOf(name))
 	if media == "" {
-		media = http.DetectContentType(head) // "application/octet-stream" when it cannot tell
+		media = kindMedia(r.Kind, http.DetectContentType(head))
 	}
 	if strings.TrimSpace(name) == "" {
-		name = r.Kind + "-" + r.Key
-		if exts, _ := mime.ExtensionsByType(media); len(exts) > 0 && media != "application/octet-stream" {
-			name += exts[0]
-		}
+		name = r.Kind + "-" + r.Key + mediaExt[strings.TrimSpace(strings.Split(media, ";")[0])]
 	}
 	name = dropzone.SanitizeName(name)
 	return schema.Artifact{ID: obj.ID, Name: name, Type: schema.ArtifactTypeOf(media, name), MimeType: media, Size: obj.Size, Path: obj.Path}, false, nil
+}
+
+// mediaExt names the file of a resource Lark sent without a name.
+var mediaExt = map[string]string{
+	"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "image/bmp": ".bmp",
+	"audio/ogg": ".ogg", "audio/opus": ".opus", "audio/mpeg": ".mp3", "audio/wave": ".wav", "video/mp4": ".mp4",
+	"video/webm": ".webm", "text/plain": ".txt", "application/pdf": ".pdf",
+}
+
+// kindMedia is a resource's media type: what its first bytes say when that
+// fits what Lark says it is (an audio message is audio), else what Lark
+// sends for its kind (voice as Opus, video as MP4).
+func kindMedia(kind, sniffed string) string {
+	major, _, _ := strings.Cut(sniffed, "/")
+	switch kind {
+	case "audio":
+		if sniffed == "application/ogg" {
+			return "audio/ogg"
+		}
+		if major != "audio" {
+			return "audio/opus"
+		}
+	case "media":
+		if major != "video" {
+			return "video/mp4"
+		}
+	case "image", "sticker":
+		if major != "image" {
+			return "application/octet-stream"
+		}
+	}
+	return sniffed
 }
 
 func extOf(name string) string {
