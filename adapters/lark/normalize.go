@@ -90,8 +90,10 @@ type body struct {
 	} `json:"message"`
 	Sender struct {
 		SenderID struct {
-			OpenID string `json:"open_id"`
-			AppID  string `json:"app_id"`
+			OpenID  string `json:"open_id"`
+			UnionID string `json:"union_id"`
+			UserID  string `json:"user_id"`
+			AppID   string `json:"app_id"`
 		} `json:"sender_id"`
 		SenderType string `json:"sender_type"`
 	} `json:"sender"`
@@ -179,7 +181,10 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 			msg.Timestamp = schema.NewTime(at)
 		}
 	}
-	from := clean(b.Sender.SenderID.OpenID)
+	// The open_id, else (an app without the scope to see it) the
+	// union_id or user_id: a sender is never left without an id.
+	sid := b.Sender.SenderID
+	from := clean(clip(cmpOr(sid.OpenID, sid.UnionID, sid.UserID), 128))
 	p := schema.Participant{ID: from, PlatformID: from, Name: from}
 	if from == "" {
 		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
@@ -389,6 +394,15 @@ func restLine(arts []schema.Artifact) string {
 		}
 	}
 	return "\n\n[… this message goes on beyond what its file keeps, in " + strings.Join(where, ", ") + "]"
+}
+
+func cmpOr(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return strings.TrimSpace(x)
+		}
+	}
+	return ""
 }
 
 // millis reads a Lark time (milliseconds since the epoch, as a string).

@@ -397,3 +397,92 @@ func TestLongTextOverflows(t *testing.T) {
 		t.Errorf("type %q: the overflow artifacts made it look like a file", m.Type)
 	}
 }
+
+// TestReferenceCases runs the normalize cases another project's tests hold
+// (larksuite/node-sdk, in the corpus) through normalize, as a conformance
+// table: every case makes a valid file, and what the case expects of ids,
+// chat type, sender, @all, mentions and thread fields holds in Courier's
+// terms. Its text and resource shapes are that library's, not compared.
+func TestReferenceCases(t *testing.T) {
+	path := filepath.Join(testutil.CorpusDir(t), "chat", "lark", "normalizer-reference-cases", "normalize.cases.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Test  string `json:"test"`
+			Calls []struct {
+				Function string            `json:"function"`
+				Args     []json.RawMessage `json:"args"`
+			} `json:"calls"`
+			Expectations []struct {
+				Actual struct {
+					Ref string `json:"$ref"`
+				} `json:"actual"`
+				Matcher  string `json:"matcher"`
+				Expected []any  `json:"expected"`
+			} `json:"expectations"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	s := fakeLark(t)
+	a, _ := testAdapter(t, s.URL(), s.Options().AppSecret)
+	checked := 0
+	for _, c := range file.Cases {
+		if len(c.Calls) != 1 || c.Calls[0].Function != "normalize" || len(c.Calls[0].Args) == 0 {
+			continue
+		}
+		ev := event{Event: c.Calls[0].Args[0]}
+		ev.Header.EventType = "im.message.receive_v1"
+		out, err := a.normalize(context.Background(), ev)
+		if err != nil || out == nil || out.Message == nil {
+			t.Errorf("%s: %v, %v", c.Test, out, err)
+			continue
+		}
+		m := out.Message
+		testutil.CheckMessage(t, c.Test, m)
+		hasAll := false
+		for _, x := range m.Participants.Mentions {
+			hasAll = hasAll || x.Type == schema.MentionAll
+		}
+		for _, e := range c.Expectations {
+			_, field, _ := strings.Cut(e.Actual.Ref, ".")
+			if e.Matcher != "toBe" || len(e.Expected) != 1 {
+				continue
+			}
+			want := fmt.Sprint(e.Expected[0])
+			var got string
+			switch field {
+			case "messageId", "rootId", "replyToMessageId":
+				got = map[string]string{"messageId": m.ID, "rootId": string(m.ThreadRoot), "replyToMessageId": string(m.ReplyTo)}[field]
+				want = "lark_" + want
+			case "chatId":
+				got = m.Session.ID
+			case "chatType":
+				got, want = string(m.Session.Type), map[string]string{"group": "group", "p2p": "direct"}[want]
+			case "senderId":
+				got = m.Participants.From.ID
+			case "mentionAll":
+				got = fmt.Sprint(hasAll)
+			case "mentions.0.openId":
+				if len(m.Participants.Mentions) > 0 {
+					got = m.Participants.Mentions[0].Target
+				}
+			case "threadId":
+				got = string(m.Session.ThreadKey)
+			default:
+				continue // that library's shapes (content, resources, raw, ...)
+			}
+			checked++
+			if got != want {
+				t.Errorf("%s: %s = %q, want %q", c.Test, field, got, want)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d expectations checked: the cases' shape changed?", checked)
+	}
+}
