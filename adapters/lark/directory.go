@@ -25,6 +25,7 @@ const (
 
 type nameEntry struct {
 	name  string
+	mode  string // a chat's chat_mode (p2p, group, topic)
 	until time.Time
 }
 
@@ -39,42 +40,45 @@ func (a *Adapter) userName(ctx context.Context, openID string) string {
 	if !strings.HasPrefix(openID, "ou_") || len(openID) > 128 {
 		return ""
 	}
-	return a.cachedName(ctx, "u:"+openID, func() (string, bool) {
+	e := a.cachedName(ctx, "u:"+openID, func() (nameEntry, bool) {
 		var r struct {
 			User struct {
 				Name string `json:"name"`
 			} `json:"user"`
 		}
 		ok := a.getJSON(ctx, "/open-apis/contact/v3/users/"+url.PathEscape(openID)+"?user_id_type=open_id", &r)
-		return r.User.Name, ok
+		return nameEntry{name: r.User.Name}, ok
 	})
+	return e.name
 }
 
-// chatName returns the name of a chat, or "" when Lark does not say (a
-// p2p chat has none).
-func (a *Adapter) chatName(ctx context.Context, chatID string) string {
+// chat returns the name of a chat ("" when Lark does not say: a p2p chat
+// has none) and its chat_mode ("p2p", "group", "topic"; "" unknown).
+func (a *Adapter) chat(ctx context.Context, chatID string) (name, mode string) {
 	if !strings.HasPrefix(chatID, "oc_") || len(chatID) > 128 {
-		return ""
+		return "", ""
 	}
-	return a.cachedName(ctx, "c:"+chatID, func() (string, bool) {
+	e := a.cachedName(ctx, "c:"+chatID, func() (nameEntry, bool) {
 		var r struct {
-			Name string `json:"name"`
+			Name     string `json:"name"`
+			ChatMode string `json:"chat_mode"`
 		}
 		ok := a.getJSON(ctx, "/open-apis/im/v1/chats/"+url.PathEscape(chatID), &r)
-		return r.Name, ok
+		return nameEntry{name: r.Name, mode: clip(r.ChatMode, 32)}, ok
 	})
+	return e.name, e.mode
 }
 
-func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (string, bool)) string {
+func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (nameEntry, bool)) nameEntry {
 	now := time.Now()
 	a.dir.mu.Lock()
 	if e, ok := a.dir.names[key]; ok && now.Before(e.until) {
 		a.dir.mu.Unlock()
-		return e.name
+		return e
 	}
 	a.dir.mu.Unlock()
-	name, ok := lookup()
-	name = clip(strings.TrimSpace(clean(name)), 256)
+	e, ok := lookup()
+	e.name = clip(strings.TrimSpace(clean(e.name)), 256)
 	ttl := nameTTL
 	if !ok {
 		ttl = nameFailTTL
@@ -94,8 +98,9 @@ func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (str
 			clear(a.dir.names) // all fresh: start over rather than grow
 		}
 	}
-	a.dir.names[key] = nameEntry{name: name, until: now.Add(ttl)}
-	return name
+	e.until = now.Add(ttl)
+	a.dir.names[key] = e
+	return e
 }
 
 // getJSON GETs a Lark API path and decodes its data into out, fetching the

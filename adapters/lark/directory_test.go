@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/internal/testutil/larkfake"
+	"github.com/monoco/courier/schema"
 )
 
 // TestUserNameCached: a name is looked up once, a failed lookup falls back
@@ -100,5 +101,12 @@ func TestSessionName(t *testing.T) {
 	out, err := a.normalize(ctx, ev)
 	if err != nil || out.Message.Session.Name != "Ann Lee" || out.Message.Session.ID != "oc_dm" {
 		t.Errorf("p2p: session %+v, %v; want oc_dm named by Ann Lee", out.Message.Session, err)
+	}
+	// A recall names the chat only; the chat API says it is p2p.
+	rc := readEvent(t, "testdata/recall.json")
+	rc.Event = json.RawMessage(strings.Replace(string(rc.Event), `"oc_chat"`, `"oc_dm"`, 1))
+	out, err = a.normalize(ctx, rc)
+	if err != nil || out.Message.Session.Type != schema.Direct || out.Message.Session.ID != "oc_dm" {
+		t.Errorf("recall in a p2p chat: session %+v, %v; want oc_dm, direct", out.Message.Session, err)
 	}
 }

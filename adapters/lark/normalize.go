@@ -140,12 +140,14 @@ func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, err
 	case "im.message.receive_v1":
 		return a.received(ctx, ev, &b)
 	case "im.message.recalled_v1":
-		return a.recalled(ev, &b)
+		return a.recalled(ctx, ev, &b)
 	}
 	return nil, nil
 }
 
-func (a *Adapter) base0(ev event, id string, th threading.IMThread) *schema.Message {
+// newMessage is an inbound Lark message with its session and thread
+// fields, every list empty, timestamped now until the event says when.
+func (a *Adapter) newMessage(id string, th threading.IMThread) *schema.Message {
 	now := time.Now()
 	return &schema.Message{
 		ID: id, Provider: schema.Lark, Direction: schema.Inbound,
@@ -170,7 +172,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		return &adapters.Event{Self: true, Message: &schema.Message{ID: id, Provider: schema.Lark, Direction: schema.Inbound}}, nil
 	}
 	th := threading.Lark(threading.LarkRef{ChatID: m.ChatID, ChatType: m.ChatType, MessageID: m.MessageID, ThreadID: m.ThreadID, RootID: m.RootID, ParentID: m.ParentID})
-	msg := a.base0(ev, id, th)
+	msg := a.newMessage(id, th)
 	extra := map[string]any{}
 	if at, ok := millis(m.CreateTime); ok {
 		msg.Timestamp = schema.NewTime(at)
@@ -194,7 +196,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	msg.Participants.From = p
 	// The session's name: the chat's, else (a p2p chat has none) the
 	// other person's, else the id.
-	msg.Session.Name = a.chatName(ctx, m.ChatID)
+	msg.Session.Name, _ = a.chat(ctx, m.ChatID)
 	if msg.Session.Name == "" && th.SessionType == schema.Direct && from != "" {
 		msg.Session.Name = p.Name
 	}
@@ -300,17 +302,21 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 
 // recalled writes a file of its own saying which message was recalled; it
 // keeps no word of it.
-func (a *Adapter) recalled(ev event, b *body) (*adapters.Event, error) {
+func (a *Adapter) recalled(ctx context.Context, ev event, b *body) (*adapters.Event, error) {
 	rid := threading.LarkID(b.MessageID)
 	if rid == "" {
 		a.log.Warn("lark: recall that names no message; nothing written", "event_id", clip(ev.Header.EventID, 100))
 		return nil, nil
 	}
-	th := threading.Lark(threading.LarkRef{ChatID: b.ChatID, MessageID: b.MessageID})
+	// The recall event says which chat, not what kind: the chat API
+	// does (a p2p chat is a direct session, as its messages were).
+	name, mode := a.chat(ctx, b.ChatID)
+	th := threading.Lark(threading.LarkRef{ChatID: b.ChatID, ChatType: mode, MessageID: b.MessageID})
 	if th.SessionID == "" {
 		th.SessionID = "unknown"
 	}
-	msg := a.base0(ev, rid+"_recall", th)
+	msg := a.newMessage(rid+"_recall", th)
+	msg.Session.Name = name
 	if at, ok := millis(b.RecallTime); ok {
 		msg.Timestamp = schema.NewTime(at)
 	}
