@@ -3,13 +3,16 @@ package lark
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/larkfake"
 )
 
 // TestResourceStreamedOverLimit: a download with no Content-Length that
@@ -71,4 +74,37 @@ func stringOf(v []any) string {
 		}
 	}
 	return b.String()
+}
+
+// TestTokenCachedAndShared: events normalised at once (the transports call
+// normalize from several goroutines) share one tenant token and one name
+// cache, without a race.
+func TestTokenCachedAndShared(t *testing.T) {
+	s := fakeLark(t)
+	a, _ := testAdapter(t, s.URL(), s.Options().AppSecret)
+	names := []string{"image", "file", "text_mention", "post", "thread_reply", "interactive"}
+	errs := make(chan error, 4*len(names))
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, n := range names {
+			ev := readEvent(t, "testdata/"+n+".json")
+			wg.Go(func() {
+				out, err := a.normalize(context.Background(), ev)
+				if err == nil && out.Message.Participants.From.Name != "Ann Lee" {
+					err = fmt.Errorf("%s: from %+v", n, out.Message.Participants.From)
+				}
+				errs <- err
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := s.Calls(larkfake.RouteTenantToken); n != 1 {
+		t.Errorf("tenant token fetched %d times for 24 events, want 1 (cached until its expiry)", n)
+	}
 }
