@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,25 +35,39 @@ type Adapter struct {
 }
 
 // baseURL is the API base of courier.adapters.lark.domain: feishu (the
-// default), lark, or a base URL (a test's fake).
-func baseURL(domain string) string {
+// default), lark, or a base URL (a private deployment, a test's fake):
+// http or https, a host, nothing else (the tenant token goes to it).
+func baseURL(domain string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(domain)) {
 	case "", "feishu":
-		return "https://open.feishu.cn"
+		return "https://open.feishu.cn", nil
 	case "lark":
-		return "https://open.larksuite.com"
+		return "https://open.larksuite.com", nil
 	}
-	return strings.TrimRight(strings.TrimSpace(domain), "/")
+	d := strings.TrimRight(strings.TrimSpace(domain), "/")
+	u, err := url.Parse(d)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		shown := clip(domain, 200)
+		if err == nil && u.User != nil {
+			shown = "a URL with credentials in it" // never the password
+		}
+		return "", fmt.Errorf("lark: courier.adapters.lark.domain %q is not feishu, lark or a base URL (https://host[:port], no path, no credentials)", shown)
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
 
-func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *http.Client, log *slog.Logger) *Adapter {
+func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *http.Client, log *slog.Logger) (*Adapter, error) {
+	base, err := baseURL(cfg.Domain)
+	if err != nil {
+		return nil, err
+	}
 	if hc == nil {
 		hc = &http.Client{Timeout: time.Minute}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{cfg: cfg, limits: limits, base: baseURL(cfg.Domain), http: hc, dz: dz, log: log}
+	return &Adapter{cfg: cfg, limits: limits, base: base, http: hc, dz: dz, log: log}, nil
 }
 
 // event is one event as Lark delivers it: a schema 2.0 envelope (header and

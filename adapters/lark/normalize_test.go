@@ -57,7 +57,27 @@ func testAdapter(t *testing.T, base, secret string) (*Adapter, *dropzone.Store) 
 	}
 	t.Cleanup(func() { dz.Close() })
 	cfg := config.Lark{AppID: testAppID, AppSecret: config.Secret(secret), Domain: base}
-	return newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, dz, nil, nil), dz
+	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, dz, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, dz
+}
+
+// TestDomain: the domain is feishu, lark or a base URL; anything else is
+// a config error naming the key, not a token sent somewhere odd.
+func TestDomain(t *testing.T) {
+	for in, want := range map[string]string{"": "https://open.feishu.cn", "Feishu": "https://open.feishu.cn",
+		"lark": "https://open.larksuite.com", "http://127.0.0.1:8080/": "http://127.0.0.1:8080"} {
+		if got, err := baseURL(in); err != nil || got != want {
+			t.Errorf("baseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"larksuite", "ftp://open.feishu.cn", "https://user:pw@open.feishu.cn", "https://open.feishu.cn/open-apis", "https://h/?x=1"} {
+		if got, err := baseURL(in); err == nil || !strings.Contains(err.Error(), "courier.adapters.lark.domain") || strings.Contains(err.Error(), "pw") {
+			t.Errorf("baseURL(%q) = %q, %v; want an error naming courier.adapters.lark.domain", in, got, err)
+		}
+	}
 }
 
 func readEvent(t *testing.T, path string) event {
