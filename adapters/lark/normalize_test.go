@@ -237,6 +237,31 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// TestWritesNothing: an event that is not a message, and a message event
+// without its ids, write nothing and are not retried.
+func TestWritesNothing(t *testing.T) {
+	s := fakeLark(t)
+	a, _ := testAdapter(t, s.URL(), s.Options().AppSecret)
+	for name, body := range map[string]string{
+		"contact event":  `{"schema":"2.0","header":{"event_id":"e1","event_type":"contact.user.created_v3"},"event":{"object":{"open_id":"ou_x"}}}`,
+		"no message_id":  `{"schema":"2.0","header":{"event_id":"e2","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_chat","message_type":"text","content":"{\"text\":\"x\"}"}}}`,
+		"no chat_id":     `{"schema":"2.0","header":{"event_id":"e3","event_type":"im.message.receive_v1"},"event":{"message":{"message_id":"om_1","message_type":"text","content":"{\"text\":\"x\"}"}}}`,
+		"recall no id":   `{"schema":"2.0","header":{"event_id":"e4","event_type":"im.message.recalled_v1"},"event":{"chat_id":"oc_chat"}}`,
+		"event a string": `{"schema":"2.0","header":{"event_id":"e5","event_type":"im.message.receive_v1"},"event":"om_1"}`,
+	} {
+		ev, err := parseEvent([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if out, err := a.normalize(context.Background(), ev); out != nil || err != nil {
+			t.Errorf("%s: %+v, %v; want nothing written and no retry", name, out, err)
+		}
+	}
+	if _, err := parseEvent([]byte("{not json")); err == nil || !strings.HasPrefix(err.Error(), "lark: ") {
+		t.Errorf("parseEvent of a body that is not JSON: %v", err)
+	}
+}
+
 // TestResourceFailures: a failure that may pass fails the event (retried);
 // a resource Lark will never serve leaves the message written without it.
 func TestResourceFailures(t *testing.T) {
