@@ -52,3 +52,12 @@ func IsStrippedControl(r rune) bool {
 	}
 	return false
 }
+
+// CleanText makes s fit a message file's text field: valid UTF-8 (bad
+// bytes as U+FFFD) and no NUL.
+func CleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}

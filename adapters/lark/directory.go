@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/monoco/courier/schema"
 )
 
 // The names of senders (contact/v3/users) and of chats (im/v1/chats) are
@@ -78,7 +80,7 @@ func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (nam
 	}
 	a.dir.mu.Unlock()
 	e, ok := lookup()
-	e.name = clip(strings.TrimSpace(clean(e.name)), 256)
+	e.name = clip(strings.TrimSpace(schema.CleanText(e.name)), 256)
 	ttl := nameTTL
 	if !ok {
 		ttl = nameFailTTL

@@ -166,7 +166,7 @@ func (a *Adapter) newMessage(id string, th threading.IMThread) *schema.Message {
 	now := time.Now()
 	return &schema.Message{
 		ID: id, Provider: schema.Lark, Direction: schema.Inbound,
-		Session:    schema.Session{ID: clean(th.SessionID), Type: th.SessionType, ThreadKey: schema.NullString(th.ThreadKey)},
+		Session:    schema.Session{ID: schema.CleanText(th.SessionID), Type: th.SessionType, ThreadKey: schema.NullString(th.ThreadKey)},
 		ThreadRoot: schema.NullString(th.ThreadRoot), ReplyTo: schema.NullString(th.ReplyTo),
 		Timestamp: schema.NewTime(now), ReceivedAt: schema.NewTime(now),
 		Metadata:     schema.Metadata{SchemaVersion: schema.SchemaVersion, ProtocolVersion: schema.ProtocolVersion},
@@ -201,12 +201,12 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	// The open_id, else (an app without the scope to see it) the
 	// union_id or user_id: a sender is never left without an id.
 	sid := b.Sender.SenderID
-	from := clean(clip(cmpOr(sid.OpenID, sid.UnionID, sid.UserID), 128))
+	from := schema.CleanText(clip(cmpOr(sid.OpenID, sid.UnionID, sid.UserID), 128))
 	p := schema.Participant{ID: from, PlatformID: from, Name: from}
 	if from == "" {
 		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
 	} else if n := a.userName(ctx, from); n != "" {
-		p.Name = clean(n)
+		p.Name = schema.CleanText(n)
 	}
 	msg.Participants.From = p
 	// The session's name: the chat's, else (a p2p chat has none) the
@@ -242,7 +242,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	if err != nil {
 		// Kept, never dropped: the content is in provider_raw.
 		extra["parse_error"] = clip(err.Error(), 500)
-		r.Text = "[" + clip(clean(m.MessageType), 64) + " message that could not be read]"
+		r.Text = "[" + clip(schema.CleanText(m.MessageType), 64) + " message that could not be read]"
 		r.Markdown = strings.NewReplacer("[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_", "`", "\\`", "<", "\\<").Replace(r.Text)
 	}
 	for _, x := range r.Mentions {
@@ -256,7 +256,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		if x.ID == "" {
 			continue
 		}
-		msg.Participants.Mentions = append(msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: clean(x.ID), Name: clean(x.Name)})
+		msg.Participants.Mentions = append(msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: schema.CleanText(x.ID), Name: schema.CleanText(x.Name)})
 	}
 
 	var batch *dropzone.Batch
@@ -275,12 +275,12 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 			// JSON write as they are.
 			var list []any
 			for _, n := range notes {
-				list = append(list, map[string]any{"key": clean(n.Key), "kind": n.Kind, "reason": clean(n.Reason)})
+				list = append(list, map[string]any{"key": schema.CleanText(n.Key), "kind": n.Kind, "reason": schema.CleanText(n.Reason)})
 			}
 			extra["resources"] = list
 		}
 	}
-	text, md := strings.TrimRight(clean(r.Text), "\n"), strings.TrimRight(clean(r.Markdown), "\n")
+	text, md := strings.TrimRight(schema.CleanText(r.Text), "\n"), strings.TrimRight(schema.CleanText(r.Markdown), "\n")
 	files := len(msg.Artifacts)
 	fullMD := md
 	text, md, err = a.fitText(msg, batch, extra, text, md)
@@ -435,13 +435,6 @@ func millis(s string) (time.Time, bool) {
 	return time.UnixMilli(n).UTC(), true
 }
 
-func clean(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return strings.ReplaceAll(s, "\x00", "")
-}
-
 // maxRaw bounds metadata.provider_raw, in bytes of JSON.
 const maxRaw = 32 << 10
 
@@ -452,7 +445,7 @@ func providerRaw(inner json.RawMessage) map[string]any {
 	if json.Unmarshal(inner, &v) != nil || v == nil {
 		return nil
 	}
-	stripSecrets(v, 0)
+	adapters.ScrubRaw(v, nil)
 	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
 		return v
 	}
@@ -467,31 +460,4 @@ func providerRaw(inner json.RawMessage) map[string]any {
 		small["message"] = keep
 	}
 	return small
-}
-
-func stripSecrets(v any, depth int) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			lk := strings.ToLower(k)
-			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
-				delete(t, k)
-				continue
-			}
-			if depth > 16 {
-				t[k] = "(nested too deep)"
-				continue
-			}
-			t[k] = stripSecrets(x, depth+1)
-		}
-	case []any:
-		for i, x := range t {
-			if depth > 16 {
-				t[i] = "(nested too deep)"
-				continue
-			}
-			t[i] = stripSecrets(x, depth+1)
-		}
-	}
-	return v
 }

@@ -355,7 +355,7 @@ func (n *normalizer) session(ctx context.Context) {
 	}
 	th := threading.Slack(threading.SlackRef{Channel: n.channel, ChannelType: ctype, TS: ts, ThreadTS: threadTS})
 	m.Session = schema.Session{ID: th.SessionID, Type: th.SessionType, ThreadKey: schema.NullString(th.ThreadKey),
-		Name: clean(a.sessionName(ctx, n.channel, conv, n.look))}
+		Name: schema.CleanText(a.sessionName(ctx, n.channel, conv, n.look))}
 	m.ThreadRoot = schema.NullString(th.ThreadRoot)
 	m.ReplyTo = schema.NullString(th.ReplyTo)
 }
@@ -399,7 +399,7 @@ func (n *normalizer) sender(ctx context.Context) {
 		// without a sender: said plainly rather than invented.
 		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
 	}
-	p.ID, p.Name, p.PlatformID = clean(p.ID), clean(p.Name), clean(p.PlatformID)
+	p.ID, p.Name, p.PlatformID = schema.CleanText(p.ID), schema.CleanText(p.Name), schema.CleanText(p.PlatformID)
 	if p.Name == "" {
 		p.Name = p.ID
 	}
@@ -466,8 +466,8 @@ func (n *normalizer) names(ctx context.Context) {
 			n.users[u] = name
 		}
 		if len(n.msg.Participants.Mentions) < 100 {
-			n.msg.Participants.Mentions = append(n.msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: clean(u), Name: clean(name)})
-			ids = append(ids, clean(u))
+			n.msg.Participants.Mentions = append(n.msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: schema.CleanText(u), Name: schema.CleanText(name)})
+			ids = append(ids, schema.CleanText(u))
 		}
 	}
 	for _, c := range channels {
@@ -605,7 +605,7 @@ func (n *normalizer) files(ctx context.Context, batch *dropzone.Batch, text, md 
 		}
 		tl = append(tl, "Not stored: "+name+" ("+nt.Reason+")")
 		ml = append(ml, "Not stored: "+escapeLinkText(name)+" ("+nt.Reason+")")
-		noted = append(noted, map[string]any{"id": clean(nt.ID), "name": clean(nt.Name), "reason": nt.Reason})
+		noted = append(noted, map[string]any{"id": schema.CleanText(nt.ID), "name": schema.CleanText(nt.Name), "reason": nt.Reason})
 	}
 	if len(noted) > 0 {
 		n.extra["files_not_stored"] = noted
@@ -630,7 +630,7 @@ func escapeLinkText(s string) string {
 func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
 	m := n.msg
 	files := slices.Clone(m.Artifacts) // before the text's overflow joins them
-	text, md = clean(text), clean(md)
+	text, md = schema.CleanText(text), schema.CleanText(md)
 	text, md = strings.TrimRight(text, "\n"), strings.TrimRight(md, "\n")
 	limit := n.a.limits.MaxTextBytes
 	if limit <= 0 {
@@ -714,20 +714,27 @@ func restLine(arts []schema.Artifact) string {
 	return "\n\n[… this message goes on beyond what its file keeps, in " + strings.Join(where, ", ") + "]\n"
 }
 
-// clean makes s fit a message file: valid UTF-8, no NUL.
-func clean(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return strings.ReplaceAll(s, "\x00", "")
-}
-
 // maxRaw bounds metadata.provider_raw, in bytes of JSON: the event as
 // received, for a reader who needs what the file does not say. A larger
 // event keeps its identifying fields only (rawKeep).
 const maxRaw = 32 << 10
 
 var rawKeep = []string{"type", "subtype", "channel", "channel_type", "user", "bot_id", "ts", "thread_ts", "event_ts", "deleted_ts", "client_msg_id", "team", "edited"}
+
+// rawValue keeps a scalar of an event as a file can hold it: strings
+// cleaned; whole numbers (JSON decodes them as float64: sizes, times) as
+// integers, as the event had them.
+func rawValue(v any) any {
+	switch t := v.(type) {
+	case string:
+		return schema.CleanText(t)
+	case float64:
+		if t == float64(int64(t)) && t < 1<<53 && t > -(1<<53) {
+			return int64(t)
+		}
+	}
+	return v
+}
 
 // providerRaw is the event minus anything secret: Events API envelopes
 // carry a verification token, assistant threads an action_token; any key
@@ -737,7 +744,7 @@ func providerRaw(inner json.RawMessage) map[string]any {
 	if json.Unmarshal(inner, &v) != nil || v == nil {
 		return nil
 	}
-	stripSecrets(v, 0)
+	adapters.ScrubRaw(v, rawValue)
 	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
 		return v
 	}
@@ -750,41 +757,6 @@ func providerRaw(inner json.RawMessage) map[string]any {
 		}
 	}
 	return small
-}
-
-func stripSecrets(v any, depth int) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			lk := strings.ToLower(k)
-			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
-				delete(t, k)
-				continue
-			}
-			if depth > 16 {
-				t[k] = "(nested too deep)"
-				continue
-			}
-			t[k] = stripSecrets(x, depth+1)
-		}
-	case []any:
-		for i, x := range t {
-			if depth > 16 {
-				t[i] = "(nested too deep)"
-				continue
-			}
-			t[i] = stripSecrets(x, depth+1)
-		}
-	case string:
-		return clean(t)
-	case float64:
-		// JSON numbers decode as float64; whole ones (sizes, times)
-		// are written as integers, as the event had them.
-		if t == float64(int64(t)) && t < 1<<53 && t > -(1<<53) {
-			return int64(t)
-		}
-	}
-	return v
 }
 
 // The conversion of Slack's text to Markdown is the mrkdwn package's;

@@ -1,0 +1,42 @@
+package adapters
+
+import "strings"
+
+// ScrubRaw readies a decoded JSON value (an event, for
+// metadata.provider_raw) to be kept: every key that holds or names a
+// secret ("token", "secret", any key ending in "_token") is removed, at
+// every depth, and what lies deeper than 16 levels is replaced by
+// "(nested too deep)". leaf, when set, rewrites each other value in maps
+// and lists. Maps are changed in place; the value to keep is returned.
+func ScrubRaw(v any, leaf func(any) any) any { return scrub(v, leaf, 0) }
+
+func scrub(v any, leaf func(any) any, depth int) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			lk := strings.ToLower(k)
+			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
+				delete(t, k)
+				continue
+			}
+			if depth > 16 {
+				t[k] = "(nested too deep)"
+				continue
+			}
+			t[k] = scrub(x, leaf, depth+1)
+		}
+	case []any:
+		for i, x := range t {
+			if depth > 16 {
+				t[i] = "(nested too deep)"
+				continue
+			}
+			t[i] = scrub(x, leaf, depth+1)
+		}
+	default:
+		if leaf != nil {
+			return leaf(v)
+		}
+	}
+	return v
+}
