@@ -1,33 +1,76 @@
-// Package lark is the Lark (Feishu) provider. This version holds its
-// rules for drafts (recipient ids, replies in the same chat, idempotency
-// keys), so that drafts for Lark can be written and queued; receiving and
-// sending are not built yet, and enabling the adapter is a config error.
+// Package lark is the Lark (Feishu) provider, built on the official SDK
+// (github.com/larksuite/oapi-sdk-go/v3): the long connection or webhooks
+// in, im/v1 messages and replies out.
+//
+// The parts, a file each:
+//   - lark.go: Options and New, which assemble the provider;
+//   - normalize.go, directory.go, resources.go: an event to a
+//     schema.Message (names from the contact and chat APIs, resources
+//     streamed into the dropzone, the tenant token);
+//   - inbound.go: the one path from an event to the mailbox, for every
+//     transport, and the per-chat positions;
+//   - ws.go, webhook.go, replay.go: the transports (the SDK's long
+//     connection, the HTTP callback, the catch-up from history after a
+//     gap);
+//   - resolve.go, send.go: the rules for drafts and the Sender;
+//   - checks.go: what `courier doctor` asks.
 package lark
 
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
 )
 
 // Options configure the provider. The zero value is a disabled provider.
 type Options struct {
+	// Config is the lark section of the config (courier.adapters.lark).
 	Config config.Lark
+	// Limits bound what is received and sent.
+	Limits config.Limits
+	// Dropzone stores the resources of messages; nil for a provider that
+	// only resolves drafts.
+	Dropzone *dropzone.Store
+	// Logger is tagged adapter=lark; nil discards.
 	Logger *slog.Logger
+	// HTTPClient carries every API call and resource transfer; nil uses
+	// one with timeouts.
+	HTTPClient *http.Client
 }
 
 // ids are Lark's: chats (oc_), users (ou_ open_id, on_ union_id) and
 // messages (om_).
 var ids = regexp.MustCompile(`^(oc|ou|on|om)_[A-Za-z0-9_-]+$`)
 
-// New returns the Lark provider. It does no I/O.
+// New returns the Lark provider. A provider that is not enabled only
+// resolves drafts. New does no I/O.
 func New(o Options) (*adapters.Provider, error) {
-	if o.Config.Enabled {
-		return nil, fmt.Errorf("courier.adapters.lark.enabled: the Lark adapter is not in this version of Courier yet; set enabled: false (drafts for lark stay queued)")
+	p := &adapters.Provider{Name: schema.Lark, Resolver: Resolver{}}
+	if !o.Config.Enabled {
+		return p, nil
 	}
-	return &adapters.Provider{Name: schema.Lark, Resolver: adapters.ChatResolver{IDs: ids}}, nil
+	a, err := newAdapter(o.Config, o.Limits, o.Dropzone, o.HTTPClient, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	switch o.Config.Mode {
+	case "", "ws", "webhook":
+	default:
+		return nil, fmt.Errorf("courier.adapters.lark.mode: %q is not one of ws, webhook", o.Config.Mode)
+	}
+	p.Health = &a.health
+	p.Secrets = []config.Secret{o.Config.AppSecret, o.Config.VerificationToken, o.Config.EncryptKey}
+	if o.Config.AppID != "" {
+		p.Self = []string{o.Config.AppID}
+	}
+	p.Checks = a.checks()
+	a.inbound(p)
+	a.outbound(p)
+	return p, nil
 }

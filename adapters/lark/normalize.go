@@ -21,8 +21,7 @@ import (
 	"github.com/monoco/courier/threading"
 )
 
-// Adapter holds what receiving from Lark needs. New does not build one yet:
-// the transports (ws, webhook) come next.
+// Adapter is what the provider's parts share.
 type Adapter struct {
 	cfg    config.Lark
 	limits config.Limits
@@ -30,6 +29,7 @@ type Adapter struct {
 	http   *http.Client
 	dz     *dropzone.Store
 	log    *slog.Logger
+	health adapters.HealthTracker
 	tok    tokens
 	dir    directory
 }
@@ -67,7 +67,7 @@ func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *h
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{cfg: cfg, limits: limits, base: base, http: hc, dz: dz, log: log}, nil
+	return &Adapter{cfg: cfg, limits: limits, base: base, http: hc, dz: dz, log: log.With("adapter", "lark")}, nil
 }
 
 // event is one event as Lark delivers it: a schema 2.0 envelope (header and

@@ -43,7 +43,7 @@ var providerTable = []providerRow{
 			Dropzone: env.dropzone, Logger: env.log, Progress: env.progress})
 	}},
 	{schema.Lark, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return lark.New(lark.Options{Config: cfg.Courier.Adapters.Lark, Logger: env.log})
+		return lark.New(lark.Options{Config: cfg.Courier.Adapters.Lark, Limits: cfg.Courier.Limits, Dropzone: env.dropzone, Logger: env.log})
 	}},
 	{schema.Slack, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
 		return slack.New(slack.Options{Config: cfg.Courier.Adapters.Slack, Limits: cfg.Courier.Limits, Dropzone: env.dropzone, Logger: env.log})
