@@ -13,3 +13,11 @@ func newReplaySource(r *receiver) adapters.Source {
 		return nil
 	}}
 }
+
+// catchUp is one pass over every chat the app is in: the messages missed
+// since each chat's position, ingested through handle, then caughtUpTo for
+// the chat; passStart/passDone around the whole pass. (Being built: for
+// now it reads nothing.)
+func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
+	return nil
+}
