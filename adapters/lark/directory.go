@@ -2,9 +2,6 @@ package lark
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -105,46 +102,13 @@ func (a *Adapter) cachedName(ctx context.Context, key string, lookup func() (nam
 	return e
 }
 
-// getJSON GETs a Lark API path and decodes its data into out, fetching the
-// token again once when Lark refuses it. It reports whether Lark answered
-// code 0; a failure is logged at debug (a name is not worth more).
+// getJSON GETs a Lark API path and decodes its data into out. It reports
+// whether Lark answered code 0; a failure is logged at debug (a name is
+// not worth more).
 func (a *Adapter) getJSON(ctx context.Context, path string, out any) bool {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for attempt := 0; attempt < 2; attempt++ {
-		tok, err := a.tenantToken(ctx, attempt > 0)
-		if err != nil {
-			a.log.Debug("lark: name not looked up", "path", path, "error", err)
-			return false
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
-		if err != nil {
-			return false
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := a.apiClient().Do(req)
-		if err != nil {
-			a.log.Debug("lark: name not looked up", "path", path, "error", err)
-			return false
-		}
-		var r struct {
-			Code int             `json:"code"`
-			Msg  string          `json:"msg"`
-			Data json.RawMessage `json:"data"`
-		}
-		err = json.NewDecoder(io.LimitReader(resp.Body, 256<<10)).Decode(&r)
-		resp.Body.Close()
-		switch {
-		case err != nil:
-			a.log.Debug("lark: name not looked up: answer not Lark's JSON", "path", path, "status", resp.Status)
-			return false
-		case r.Code == codeMissingToken || r.Code == codeInvalidToken:
-			continue
-		case r.Code != 0:
-			a.log.Debug("lark: name not looked up", "path", path, "code", r.Code, "msg", clip(a.redact(r.Msg), 200))
-			return false
-		}
-		return json.Unmarshal(r.Data, out) == nil
+	if err := a.apiGet(ctx, path, out); err != nil {
+		a.log.Debug("lark: name not looked up", "path", path, "error", err)
+		return false
 	}
-	return false
+	return true
 }
