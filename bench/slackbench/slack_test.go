@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,47 +15,17 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/monoco/courier/bench/internal/benchutil"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 )
 
 var (
-	courierFlag = flag.String("courier", "", "the courier binary (default: built from ./cmd/courier for this run)")
 	eventsFlag  = flag.Int("events", 5000, "events in the event → file benchmark")
 	repliesFlag = flag.Int("replies", 1000, "drafts in the replies benchmark")
-	outFlag     = flag.String("out", "", "append the table rows, tab-separated, to this file (bench/slack.sh prints them)")
 )
 
 const channel = "C0BENCH01"
-
-// courierBin returns -courier, else a binary built now into a temp dir.
-func courierBin(b *testing.B) string {
-	b.Helper()
-	if *courierFlag != "" {
-		return *courierFlag
-	}
-	bin := filepath.Join(b.TempDir(), "courier")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/monoco/courier/cmd/courier").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/courier: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// report logs a row and appends it to -out: measure, courier, baseline,
-// ratio, target, met.
-func report(b *testing.B, cols ...string) {
-	b.Helper()
-	b.Log(strings.Join(cols, " | "))
-	if *outFlag == "" {
-		return
-	}
-	f, err := os.OpenFile(*outFlag, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	fmt.Fprintln(f, strings.Join(cols, "\t"))
-}
 
 func newFake(b *testing.B) *slackfake.Server {
 	fake := slackfake.New(b, slackfake.Options{})
@@ -103,14 +71,6 @@ func latencies(b *testing.B, fake *slackfake.Server, first, n int) []time.Durati
 	return out
 }
 
-func pct(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
-
 // workspace makes a workspace for courier against fake, socket mode,
 // debounce off, and returns it and its HTTP address.
 func workspace(b *testing.B, bin string, fake *slackfake.Server) (string, string) {
@@ -141,7 +101,7 @@ func workspace(b *testing.B, bin string, fake *slackfake.Server) (string, string
 // slack-go handler that writes and fsyncs the JSON before it acks.
 func BenchmarkEventToFile(b *testing.B) {
 	n := *eventsFlag
-	bin := courierBin(b)
+	bin := benchutil.CourierBin(b)
 
 	fake := newFake(b)
 	ws, web := workspace(b, bin, fake)
@@ -168,13 +128,13 @@ func BenchmarkEventToFile(b *testing.B) {
 		name string
 		q    float64
 	}{{"p50", 0.50}, {"p99", 0.99}} {
-		c, bl := pct(lat, p.q), pct(blat, p.q)
+		c, bl := benchutil.Pct(lat, p.q), benchutil.Pct(blat, p.q)
 		target, met := "", ""
 		if p.name == "p99" {
 			target, met = "< 20 ms", fmt.Sprint(c < 20*time.Millisecond)
 		}
-		report(b, fmt.Sprintf("Slack event → durable file, %s over %d events", p.name, n), ms(c),
-			"bare slack-go handler + fsync "+ms(bl), fmt.Sprintf("%.2f×", float64(c)/float64(bl)), target, met)
+		benchutil.Report(b, fmt.Sprintf("Slack event → durable file, %s over %d events", p.name, n), benchutil.Ms(c),
+			"bare slack-go handler + fsync "+benchutil.Ms(bl), fmt.Sprintf("%.2f×", float64(c)/float64(bl)), target, met)
 	}
 }
 
@@ -212,7 +172,7 @@ func bareHandler(ctx context.Context, fake *slackfake.Server, dir string) {
 // by `courier serve`; against slack-go's PostMessage in a loop.
 func BenchmarkReplies(b *testing.B) {
 	n := *repliesFlag
-	bin := courierBin(b)
+	bin := benchutil.CourierBin(b)
 	fake := newFake(b)
 	ws, web := workspace(b, bin, fake)
 
@@ -255,6 +215,6 @@ func BenchmarkReplies(b *testing.B) {
 		}
 	}
 	btook := time.Since(bstart)
-	report(b, fmt.Sprintf("%d Slack replies queued → posted (service start included)", n), fmt.Sprintf("%.2f s, %.0f/s", took.Seconds(), float64(n)/took.Seconds()),
+	benchutil.Report(b, fmt.Sprintf("%d Slack replies queued → posted (service start included)", n), fmt.Sprintf("%.2f s, %.0f/s", took.Seconds(), float64(n)/took.Seconds()),
 		fmt.Sprintf("slack-go PostMessage loop %.2f s, %.0f/s", btook.Seconds(), float64(n)/btook.Seconds()), fmt.Sprintf("%.2f×", took.Seconds()/btook.Seconds()), "", "")
 }
