@@ -24,14 +24,21 @@
 //     or reply with it answers the first message and makes none (Sent
 //     records new messages only, Calls every call). List (container chat
 //     or thread, start_time/end_time in seconds, sort_type, page_size up
-//     to 50, opaque page tokens bound to their query) and get.
+//     to 50, opaque page tokens bound to their query) and get, which
+//     answers a merge_forward message followed by its children (messages
+//     added with UpperMessageID, every level, with upper_message_id set;
+//     they are in no chat's history).
 //   - Media: im/v1/images (image_type, at most 10 MB, not empty) and
 //     im/v1/files (file_type, file_name, duration; at most 30 MB) answer
 //     image_key/file_key; messages/{id}/resources/{key}?type=image|file
 //     serves what AddResource (or the app's own image/file message) put
 //     there, with the name in Content-Disposition; a key not in the
 //     message, or asked with the other type, gets 234003.
-//   - Chats (im/v1/chats/{id}) and users (contact/v3/users/{id},
+//   - Chats: the list (im/v1/chats: the group chats the app is in, as a
+//     tenant token lists them, so no p2p chat; page_size up to 100,
+//     default 20; opaque page tokens; sorted by chat_id, for Lark's
+//     create or activity time, which the fake does not keep) and one
+//     chat (im/v1/chats/{id}); users (contact/v3/users/{id},
 //     user_id_type open_id, union_id, user_id; 41050 for one the fake
 //     does not know).
 //   - Failures on demand (Fail) per route: HTTP 429 with code 99991400
@@ -79,8 +86,10 @@
 // unacked event: a test sends it again), the webhook delivery of events
 // (the adapter is the server there), app_access_token and marketplace
 // apps, user tokens, scopes (every call is allowed; Fail gives 99991672),
-// edits and recalls through the API, merge_forward children in get, and
-// any route not listed (404). Codes Lark does not document for a case
+// edits and recalls through the API, the chat list's order by time, and
+// any route not listed (404). The chat container of list also answers
+// the replies in a thread, where Lark answers a normal group's thread
+// roots only (its replies are in the thread container). Codes Lark does not document for a case
 // (an unknown chat or message: 230001; a resource not in the message:
 // 234003; an unknown user: 41050; bad ws credentials: 10014) follow what
 // Lark was reported to answer.

@@ -56,6 +56,12 @@ type Message struct {
 	Mentions   []Mention
 	Deleted    bool
 	UUID       string // the uuid the message was created with, if any
+	// UpperMessageID makes the message a child of that merge_forward
+	// message (the one it was forwarded in): it is not in the chat's
+	// history (list, Messages), and get of the merge_forward answers it
+	// after the merge_forward, with upper_message_id set, as Lark does.
+	// Its ChatID and CreateTime are those of the original it copies.
+	UpperMessageID string
 }
 
 // Sent is one message create or reply that made a new message (a create
@@ -144,6 +150,11 @@ func (s *Server) AddMessage(chatID string, m Message) string {
 	if s.msgs[m.MessageID] != nil {
 		s.t.Fatalf("larkfake: AddMessage: message %s already exists", m.MessageID)
 	}
+	if m.UpperMessageID != "" {
+		if up := s.msgs[m.UpperMessageID]; up == nil || up.MsgType != "merge_forward" {
+			s.t.Fatalf("larkfake: AddMessage: upper message %q is not a merge_forward message added before", m.UpperMessageID)
+		}
+	}
 	if m.MsgType == "" {
 		m.MsgType = "text"
 	}
@@ -215,7 +226,7 @@ func (s *Server) Messages(chatID string) []Message {
 	defer s.mu.Unlock()
 	var out []Message
 	for _, m := range s.order {
-		if m.ChatID == chatID {
+		if m.ChatID == chatID && m.UpperMessageID == "" {
 			out = append(out, *m)
 		}
 	}
@@ -251,6 +262,9 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	}
 	if len(m.Mentions) > 0 {
 		out["mentions"] = m.Mentions
+	}
+	if m.UpperMessageID != "" {
+		out["upper_message_id"] = m.UpperMessageID
 	}
 	return out
 }
@@ -459,14 +473,25 @@ func (s *Server) reply(_ http.ResponseWriter, r *http.Request, body []byte) (any
 }
 
 // get is im/v1/messages/{message_id}: the message in "items", as Lark
-// answers (a merge_forward's children follow it there; the fake has
-// none).
+// answers; a merge_forward's children (AddMessage with UpperMessageID)
+// follow it, each level after its upper message, every level in the one
+// answer, in the order they were added.
 func (s *Server) get(_ http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
 	m := s.msgs[r.PathValue("message_id")]
 	if m == nil {
 		return nil, invalidParam("invalid message_id %q", r.PathValue("message_id"))
 	}
-	return map[string]any{"items": []any{s.messageJSON(m)}}, nil
+	items := []any{s.messageJSON(m)}
+	uppers := map[string]bool{m.MessageID: true}
+	// Children are added after their upper message, so one walk in
+	// order finds every level.
+	for _, c := range s.order {
+		if c.UpperMessageID != "" && uppers[c.UpperMessageID] && !uppers[c.MessageID] {
+			uppers[c.MessageID] = true
+			items = append(items, s.messageJSON(c))
+		}
+	}
+	return map[string]any{"items": items}, nil
 }
 
 // pageToken is what a page token carries: the query it continues and
@@ -535,6 +560,9 @@ func (s *Server) list(_ http.ResponseWriter, r *http.Request, _ []byte) (any, er
 	}
 	var match []*Message
 	for _, m := range s.order {
+		if m.UpperMessageID != "" {
+			continue // a merge_forward's child is no message of the chat
+		}
 		in := (ctype == "chat" && m.ChatID == cid) || (ctype == "thread" && m.ThreadID == cid)
 		sec := m.CreateTime.Unix()
 		if in && sec >= start && sec <= end {
@@ -672,6 +700,67 @@ func (s *Server) fileUpload(_ http.ResponseWriter, r *http.Request, body []byte)
 	s.keys[u.Key] = u
 	s.uploads = append(s.uploads, *u)
 	return map[string]any{"file_key": u.Key}, nil
+}
+
+// maxChatPageSize is the largest page_size im/v1/chats takes (Lark's
+// documented maximum; its default is 20).
+const maxChatPageSize = 100
+
+// chatList is im/v1/chats GET: the group chats the app is in, paged
+// (page_size 1 to 100, default 20; opaque page tokens bound to their
+// query). A tenant token lists no p2p chats (Lark lists them for a user
+// token only, whatever types asks), so neither does the fake. Lark sorts
+// by create time (sort_type ByCreateTimeAsc, the default) or activity
+// (ByActiveTimeDesc); the fake keeps no such times and lists by chat_id
+// for either, a stable order to page through.
+func (s *Server) chatList(_ http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
+	q := r.URL.Query()
+	if t := cmpOr(q.Get("user_id_type"), "open_id"); t != "open_id" && t != "union_id" && t != "user_id" {
+		return nil, fieldValidation("user_id_type %q is not open_id, union_id or user_id", t)
+	}
+	sortType := cmpOr(q.Get("sort_type"), "ByCreateTimeAsc")
+	if sortType != "ByCreateTimeAsc" && sortType != "ByActiveTimeDesc" {
+		return nil, fieldValidation("sort_type %q is not ByCreateTimeAsc or ByActiveTimeDesc", sortType)
+	}
+	size := defaultPageSize
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxChatPageSize {
+			return nil, fieldValidation("page_size %q is not 1 to %d", v, maxChatPageSize)
+		}
+		size = n
+	}
+	query := "chats|" + sortType
+	offset := 0
+	if v := q.Get("page_token"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		var pt pageToken
+		if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Query != query || pt.Offset < 0 {
+			return nil, fieldValidation("page_token is invalid for this query")
+		}
+		offset = pt.Offset
+	}
+	var list []*Chat
+	for _, c := range s.chats {
+		if c.ChatMode != "p2p" {
+			list = append(list, c)
+		}
+	}
+	slices.SortFunc(list, func(a, b *Chat) int { return strings.Compare(a.ChatID, b.ChatID) })
+	items := []any{}
+	for i := offset; i < len(list) && i < offset+size; i++ {
+		c := list[i]
+		items = append(items, map[string]any{"chat_id": c.ChatID, "avatar": "", "name": c.Name, "description": c.Description,
+			"owner_id": c.OwnerID, "owner_id_type": "open_id", "external": false, "tenant_key": s.opts.TenantKey,
+			"chat_status": "normal", "chat_mode": c.ChatMode})
+	}
+	more := offset+size < len(list)
+	data := map[string]any{"has_more": more, "items": items}
+	if more {
+		b, _ := json.Marshal(pageToken{Query: query, Offset: offset + size})
+		data["page_token"] = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return data, nil
 }
 
 // chat is im/v1/chats/{chat_id}.

@@ -944,3 +944,87 @@ func TestWSDropAsSoonAsTheClientIsReady(t *testing.T) {
 		t.Fatalf("the client did not reconnect, so the Drop missed its connection: %v", err)
 	}
 }
+
+// The chat list pages through the group chats as the SDK reads it, and
+// lists no p2p chat (a tenant token does not).
+func TestChatListPages(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{})
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("oc_group%d", i)
+		f.AddChat(larkfake.Chat{ChatID: id, Name: "G" + fmt.Sprint(i), ChatMode: []string{"group", "topic"}[i%2]})
+		want = append(want, id)
+	}
+	f.AddChat(larkfake.Chat{ChatID: "oc_p2p", ChatMode: "p2p"})
+	c := newClient(f)
+	var got []string
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("more than 3 pages of 2 for 5 chats")
+		}
+		b := larkim.NewListChatReqBuilder().PageSize(2)
+		if token != "" {
+			b.PageToken(token)
+		}
+		resp, err := c.Im.Chat.List(ctx(t), b.Build())
+		if err != nil || !resp.Success() {
+			t.Fatalf("chats: %v %+v", err, resp)
+		}
+		for _, it := range resp.Data.Items {
+			got = append(got, *it.ChatId)
+			if *it.ChatMode == "" || *it.Name == "" {
+				t.Errorf("chat %s without its mode or name", *it.ChatId)
+			}
+		}
+		if !*resp.Data.HasMore {
+			break
+		}
+		token = *resp.Data.PageToken
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("listed %v, want %v (no p2p chat)", got, want)
+	}
+	resp, err := c.Im.Chat.List(ctx(t), larkim.NewListChatReqBuilder().PageSize(101).Build())
+	if err != nil || resp.Code != larkfake.CodeFieldValidation {
+		t.Errorf("page_size 101: err %v code %d", err, resp.Code)
+	}
+}
+
+// get of a merge_forward answers it and its children (every level), which
+// are in no chat's history.
+func TestMergeForwardChildren(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{})
+	f.AddChat(larkfake.Chat{ChatID: "oc_team"})
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	mf := f.AddMessage("oc_team", larkfake.Message{MsgType: "merge_forward", Content: `{"content":"Merged and Forwarded Message"}`, CreateTime: at})
+	a := f.AddMessage("oc_team", larkfake.Message{UpperMessageID: mf, Content: textContent("first"), SenderID: "ou_a", CreateTime: at.Add(-time.Hour)})
+	inner := f.AddMessage("oc_team", larkfake.Message{UpperMessageID: mf, MsgType: "merge_forward", Content: "{}", CreateTime: at.Add(-time.Hour)})
+	deep := f.AddMessage("oc_team", larkfake.Message{UpperMessageID: inner, Content: textContent("deep"), CreateTime: at.Add(-2 * time.Hour)})
+	c := newClient(f)
+	resp, err := c.Im.Message.Get(ctx(t), larkim.NewGetMessageReqBuilder().MessageId(mf).Build())
+	if err != nil || !resp.Success() {
+		t.Fatalf("get: %v %+v", err, resp)
+	}
+	var got []string
+	for _, it := range resp.Data.Items {
+		up := ""
+		if it.UpperMessageId != nil {
+			up = *it.UpperMessageId
+		}
+		got = append(got, *it.MessageId+"<"+up)
+	}
+	if want := []string{mf + "<", a + "<" + mf, inner + "<" + mf, deep + "<" + inner}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("get items %v, want %v", got, want)
+	}
+	if *resp.Data.Items[1].Body.Content != textContent("first") || *resp.Data.Items[1].Sender.Id != "ou_a" {
+		t.Errorf("child: %+v", resp.Data.Items[1])
+	}
+	list, err := c.Im.Message.List(ctx(t), larkim.NewListMessageReqBuilder().ContainerIdType("chat").ContainerId("oc_team").Build())
+	if err != nil || len(list.Data.Items) != 1 || *list.Data.Items[0].MessageId != mf {
+		t.Errorf("the chat's history lists %d items, want the merge_forward alone", len(list.Data.Items))
+	}
+	if h := f.Messages("oc_team"); len(h) != 1 {
+		t.Errorf("Messages: %d, want the merge_forward alone", len(h))
+	}
+}

@@ -63,6 +63,7 @@ const (
 	RouteImageUpload  = "POST /open-apis/im/v1/images"
 	RouteFileUpload   = "POST /open-apis/im/v1/files"
 	RouteChat         = "GET /open-apis/im/v1/chats/{chat_id}"
+	RouteChats        = "GET /open-apis/im/v1/chats"
 	RouteUser         = "GET /open-apis/contact/v3/users/{user_id}"
 	RouteWSConnection = "GET /ws/v2"
 )
@@ -314,6 +315,7 @@ func (s *Server) routes() map[string]http.HandlerFunc {
 		RouteImageUpload: {auth: true, serve: (*Server).imageUpload, limit: maxImage + 1<<20},
 		RouteFileUpload:  {auth: true, serve: (*Server).fileUpload, limit: maxFile + 1<<20},
 		RouteChat:        {auth: true, serve: (*Server).chat},
+		RouteChats:       {auth: true, serve: (*Server).chatList},
 		RouteUser:        {auth: true, serve: (*Server).user},
 	}
 	out := map[string]http.HandlerFunc{RouteWSConnection: s.serveWS}
