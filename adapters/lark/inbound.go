@@ -48,6 +48,12 @@ type receiver struct {
 	// dropped past maxChats) has missed nothing, and is caught up.
 	live bool
 	gaps uint64 // how many times gap was called
+
+	// failed gets a value (without blocking; buffered 1) when the webhook
+	// could not store an event (answered 500 or 503): Lark retries, but
+	// only four times over 6 h, so the webhook-mode catch-up reads it as
+	// a possible gap and passes over the chats again.
+	failed chan struct{}
 }
 
 // chatState is one chat's position. Its mutex is held while an event of
@@ -71,7 +77,7 @@ type chatState struct {
 }
 
 func newReceiver(a *Adapter) *receiver {
-	return &receiver{a: a, normalize: a.normalize, chats: map[string]*chatState{}}
+	return &receiver{a: a, normalize: a.normalize, chats: map[string]*chatState{}, failed: make(chan struct{}, 1)}
 }
 
 // checkpointKey is where a chat's position is saved: the create_time in
