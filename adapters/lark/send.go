@@ -1,8 +1,583 @@
 package lark
 
-import "github.com/monoco/courier/adapters"
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
-// outbound sets the provider's Sender. (Not built yet: drafts wait.)
+	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
+	"github.com/google/uuid"
+	lark "github.com/larksuite/oapi-sdk-go/v3"
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/lark/internal/content"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
+)
+
+// Lark's bounds on what one message carries (im/v1 message create): 150
+// KB of text content, 30 KB of post or card content; an image uploaded
+// for a message at most 10 MB, a file at most 30 MB.
+const (
+	maxTextContent = 150 << 10
+	maxRichContent = 30 << 10
+	maxImageUpload = 10 << 20
+	maxFileUpload  = 30 << 20
+)
+
+// codeChatRateLimited is Lark's rate limit of one chat or user (the
+// app's is codeRateLimited).
+const codeChatRateLimited = 230020
+
+// permanentCodes are Lark's answers that a retry answers again: the
+// draft, the app's scopes or the bot's place in the chat must change
+// first. Any other code is temporary (Lark's internal errors, and codes
+// it adds later): the engine retries within its attempts.
+var permanentCodes = map[int]bool{
+	230001:   true, // invalid parameter: receive_id, message_id, msg_type, content
+	230002:   true, // the bot is not in the chat
+	230006:   true, // the app has no bot ability
+	230011:   true, // the message answered was recalled
+	230013:   true, // the user is outside the bot's availability
+	230015:   true, // a p2p chat with the user cannot be made
+	230017:   true, // the bot cannot speak in the chat
+	230018:   true, // the chat is muted for the bot
+	230019:   true, // the topic does not exist
+	230022:   true, // the content was refused by review
+	230025:   true, // the content is too long
+	230027:   true, // the app lacks a permission for this chat or user
+	230028:   true, // the message was refused by data-loss prevention
+	230035:   true, // sending is forbidden in the chat
+	230099:   true, // the card could not be made from the content
+	234001:   true, // invalid upload parameter
+	234006:   true, // the upload is too large
+	234010:   true, // the upload is empty
+	234011:   true, // the image could not be read
+	99991401: true, // the caller's IP is not allowed
+	99991672: true, // the app lacks a scope
+	99992402: true, // field validation failed
+}
+
+// outbound sets the provider's Sender, which posts with the tenant token.
 func (a *Adapter) outbound(p *adapters.Provider) {
-	p.Waiting = "lark: sending is not built yet, so drafts wait"
+	if a.cfg.AppID == "" || a.cfg.AppSecret.Reveal() == "" {
+		p.Waiting = "lark: no app_id or app_secret, so drafts wait (courier.adapters.lark.app_id, app_secret)"
+		return
+	}
+	p.Sender = &sender{a: a, api: a.newSDKClient()}
+}
+
+// sender is the Lark Sender. A draft is one or more steps, each a message
+// in Lark: its words (text, post or card), then each attachment as an
+// image, file or audio message, in the same chat and, for a reply, in
+// reply to the same parent, so that they land in the same thread. Every
+// step sends a uuid of its own derived from the draft's idempotency key
+// (the key for the words, key-1, key-2... for the attachments), the same
+// on every attempt: Lark makes one message of the calls that share a
+// uuid within an hour, so a retry after a timeout or a crash does not
+// post a step twice. Each step done is also reported to the engine as an
+// accepted "recipient" ("oc_… text", "om_… file 2/3"), through
+// Attempt.Progress at once and a PartialError when a later step fails, so
+// that the next attempt, even past Lark's hour, does only the steps left.
+type sender struct {
+	a   *Adapter
+	api *lark.Client
+}
+
+var _ adapters.Sender = (*sender)(nil)
+
+// step is one message of a draft.
+type step struct {
+	label   string // "text", "file 1/2": unique within the draft
+	uuid    string
+	art     int // the artifact's index; -1 for the words
+	msgType string
+	content string
+}
+
+// target is where a draft's messages go: a reply to a message, or a new
+// message to a chat or person.
+type target struct {
+	reply    string // the om_ id answered
+	inThread bool
+	id       string // receive_id
+	idType   string // receive_id_type
+}
+
+func (t target) String() string {
+	if t.reply != "" {
+		return t.reply
+	}
+	return t.id
+}
+
+// Send implements adapters.Sender.
+func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
+	d := at.Draft
+	dest, err := checkDraft(d)
+	if err != nil {
+		return adapters.Receipt{}, adapters.Permanent(err)
+	}
+	msgType, body, err := draftContent(d)
+	if err != nil {
+		return adapters.Receipt{}, adapters.Permanent(err)
+	}
+	key := idempotencyKey(d)
+	var steps []step
+	if msgType != "" {
+		steps = append(steps, step{label: "text", uuid: key, art: -1, msgType: msgType, content: body})
+	}
+	for i := range d.Artifacts {
+		steps = append(steps, step{label: fmt.Sprintf("file %d/%d", i+1, len(d.Artifacts)), uuid: key + "-" + strconv.Itoa(i+1), art: i})
+	}
+	if len(steps) == 0 {
+		return adapters.Receipt{}, adapters.Permanent(errors.New("lark: the draft has no text and no attachment, and Lark sends no empty message"))
+	}
+	done := map[string]string{} // address → the om_ id posted
+	for _, r := range at.Accepted {
+		done[r.Address] = string(r.Reply)
+	}
+	addr := func(st step) string { return dest.String() + " " + st.label }
+
+	// Attachments are uploaded before anything is posted: an upload shows
+	// nowhere until a message names it, so a failed upload posts
+	// nothing, and the engine's gate is held only for the quick calls
+	// that post, never for an upload.
+	for i := range steps {
+		st := &steps[i]
+		if st.art < 0 {
+			continue
+		}
+		if _, ok := done[addr(*st)]; ok {
+			continue
+		}
+		if st.msgType, st.content, err = s.upload(ctx, st.art, d.Artifacts[st.art]); err != nil {
+			return adapters.Receipt{}, err
+		}
+	}
+
+	var posted []schema.RecipientResult
+	fail := func(err error) (adapters.Receipt, error) {
+		if len(posted) > 0 {
+			return adapters.Receipt{}, &adapters.PartialError{Accepted: posted, Err: err}
+		}
+		return adapters.Receipt{}, err
+	}
+	if err := at.EnterCommit(ctx); err != nil {
+		return adapters.Receipt{}, adapters.Temporary(fmt.Errorf("lark: waiting to post: %w", err))
+	}
+	for n, st := range steps {
+		if _, ok := done[addr(st)]; ok {
+			continue
+		}
+		id, err := s.post(ctx, dest, st)
+		if err != nil {
+			return fail(err)
+		}
+		done[addr(st)] = id
+		r := schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(id)}
+		posted = append(posted, r)
+		// Recorded at once when more steps follow: a crash before the
+		// last step then repeats only the step in flight (the last is
+		// recorded with the receipt).
+		if n == len(steps)-1 {
+			continue
+		}
+		if err := at.Reached(ctx, r); err != nil {
+			s.a.log.Warn("lark: could not record a step posted; a retry past Lark's hour of uuid dedupe would post it again", "draft", d.ID, "step", st.label, "error", err)
+		}
+	}
+	s.a.health.Event()
+	// The message's id is its first step's: a reply to it keeps the
+	// draft's correlation, and its echo is known as ours.
+	first := done[addr(steps[0])]
+	return adapters.Receipt{ProviderMessageID: first, InboundID: threading.LarkID(first), Recipients: posted}, nil
+}
+
+// checkDraft refuses what a draft may hold that Lark cannot take, and
+// returns where it goes. A draft in outbound/ need not come from `courier
+// send` (whoever can write the folder can drop one there), so its fields
+// are checked again here.
+func checkDraft(d *schema.Draft) (target, error) {
+	switch {
+	case len(d.To) == 0 && d.ReplyTo == "":
+		return target{}, errors.New("lark: the draft has no recipient (to) and answers no message (reply_to)")
+	case len(d.Cc) > 0 || len(d.Bcc) > 0:
+		return target{}, errors.New("lark: the draft has cc or bcc, which Lark has not: a message goes to one chat or person, in to")
+	}
+	if err := checkTo(d.To); err != nil {
+		return target{}, fmt.Errorf("lark: to: %w", err)
+	}
+	if err := checkThread(d); err != nil {
+		return target{}, fmt.Errorf("lark: thread_key: %w", err)
+	}
+	if d.ReplyTo != "" {
+		om, ok := omOf(string(d.ReplyTo))
+		if !ok {
+			return target{}, fmt.Errorf("lark: reply_to %q is not a Lark message (lark_om_…)", clip(string(d.ReplyTo), 200))
+		}
+		// A parent in a thread (its thread_id, omt_…) is answered in
+		// it; a parent in a quoted reply chain (its root, om_…) or
+		// alone is answered with a plain reply, which Lark shows in the
+		// chat quoting it, as a person's reply there would be.
+		return target{reply: om, inThread: threadRE.MatchString(string(d.ThreadKey))}, nil
+	}
+	id, idType, _ := receiveID(d.To[0])
+	return target{id: id, idType: idType}, nil
+}
+
+// draftContent returns the msg_type and content of the draft's words;
+// "" when it has none (attachments alone).
+func draftContent(d *schema.Draft) (msgType, body string, err error) {
+	md := ""
+	switch d.EffectiveType() {
+	case schema.DraftCard:
+		b, err := json.Marshal(d.Content.Card)
+		if err != nil {
+			return "", "", fmt.Errorf("lark: content.card is not a JSON object: %v", err)
+		}
+		if len(b) > maxRichContent {
+			return "", "", fmt.Errorf("lark: content.card is %d bytes of JSON, over the %d Lark takes in a card", len(b), maxRichContent)
+		}
+		return "interactive", string(b), nil
+	case schema.DraftText:
+		return textContent(d.Text())
+	case schema.DraftHTML:
+		if d.Content.Text != "" {
+			return textContent(string(d.Content.Text))
+		}
+		md, err = htmltomarkdown.ConvertString(string(d.Content.HTML))
+		if err != nil {
+			return "", "", fmt.Errorf("lark: content.html: %v", err)
+		}
+	default:
+		md = d.Markdown()
+	}
+	if strings.TrimSpace(md) == "" {
+		return "", "", nil
+	}
+	t, c, err := content.FromMarkdown(md)
+	if errors.Is(err, content.ErrTooLarge) {
+		return "", "", fmt.Errorf("lark: the draft is too long for one Lark message (%d bytes of Markdown; Lark takes 150 KB of text, 30 KB of rich text): %v", len(md), err)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("lark: the draft's Markdown: %v", err)
+	}
+	return t, string(c), nil
+}
+
+// textContent is a text message of s, sent as typed.
+func textContent(s string) (string, string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", "", nil
+	}
+	b, err := json.Marshal(map[string]string{"text": s})
+	if err != nil {
+		return "", "", fmt.Errorf("lark: content.text: %v", err)
+	}
+	if len(b) > maxTextContent {
+		return "", "", fmt.Errorf("lark: the text is %d bytes as Lark content, over the %d Lark takes in one message", len(b), maxTextContent)
+	}
+	return "text", string(b), nil
+}
+
+// idempotencyKey is the draft's key, or, for a draft queued without a
+// usable one, a uuid derived from its id: the same on every attempt
+// either way.
+func idempotencyKey(d *schema.Draft) string {
+	if validKey(d.IdempotencyKey) {
+		return d.IdempotencyKey
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("courier:lark:"+d.ID)).String()
+}
+
+// post sends one step and returns the om_ id Lark gave the message.
+func (s *sender) post(ctx context.Context, dest target, st step) (string, error) {
+	var id *string
+	what := "send message to " + dest.String()
+	if dest.reply != "" {
+		what = "reply to " + dest.reply
+	}
+	err := s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+		if dest.reply != "" {
+			req := larkim.NewReplyMessageReqBuilder().MessageId(dest.reply).Body(larkim.NewReplyMessageReqBodyBuilder().
+				MsgType(st.msgType).Content(st.content).ReplyInThread(dest.inThread).Uuid(st.uuid).Build()).Build()
+			resp, err := s.api.Im.V1.Message.Reply(ctx, req, tok)
+			if err != nil {
+				return nil, err
+			}
+			if resp.Data != nil {
+				id = resp.Data.MessageId
+			}
+			return &resp.CodeError, nil
+		}
+		req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(dest.idType).Body(larkim.NewCreateMessageReqBodyBuilder().
+			ReceiveId(dest.id).MsgType(st.msgType).Content(st.content).Uuid(st.uuid).Build()).Build()
+		resp, err := s.api.Im.V1.Message.Create(ctx, req, tok)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Data != nil {
+			id = resp.Data.MessageId
+		}
+		return &resp.CodeError, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if id == nil || !omRE.MatchString(*id) {
+		// Posted, with no id to record; trying again is safe: the
+		// uuid makes Lark answer the same message.
+		got := ""
+		if id != nil {
+			got = clip(*id, 100)
+		}
+		return "", adapters.Temporary(fmt.Errorf("lark: %s: answered success with message_id %q, which is not a Lark message id", what, got))
+	}
+	return *id, nil
+}
+
+// upload sends one artifact to Lark and returns the msg_type and content
+// of the message that shows it. The bytes are read whole (the SDK builds
+// its multipart body in memory; Lark takes at most 30 MB) and checked
+// against the artifact's id first: a damaged object is never sent.
+func (s *sender) upload(ctx context.Context, i int, art schema.DraftArtifact) (msgType, body string, err error) {
+	name := dropzone.SanitizeName(art.Name)
+	if strings.TrimSpace(art.Name) == "" {
+		name = "attachment"
+	}
+	if s.a.dz == nil {
+		return "", "", adapters.Permanent(errors.New("lark: no dropzone to read attachments from"))
+	}
+	want, err := dropzone.ParseID(art.ID)
+	if err != nil {
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
+	}
+	f, err := s.a.dz.Open(art.ID)
+	if err != nil {
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s, %s): %w", i, name, art.ID, err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", "", adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
+	}
+	size := fi.Size()
+	switch max := s.a.limits.MaxArtifactBytes; {
+	case size == 0:
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is empty, and Lark takes no empty file", i, name))
+	case max > 0 && size > max:
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the limit of %d (courier.limits.max_artifact_bytes)", i, name, size, max))
+	case size > maxFileUpload:
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the %d Lark takes in a file", i, name, size, maxFileUpload))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil || int64(len(data)) != size {
+		return "", "", adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): read %d of its %d bytes: %v", i, name, len(data), size, err))
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): the dropzone's copy is damaged (its content is not %s); not sent", i, name, art.ID))
+	}
+
+	what := fmt.Sprintf("upload artifacts[%d] (%s)", i, name)
+	if isImage(data) && size <= maxImageUpload {
+		var key *string
+		err := s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+			req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
+				ImageType(larkim.CreateImageImageTypeMessage).Image(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
+			resp, err := s.api.Im.V1.Image.Create(ctx, req, tok)
+			if err != nil {
+				return nil, err
+			}
+			if resp.Data != nil {
+				key = resp.Data.ImageKey
+			}
+			return &resp.CodeError, nil
+		})
+		if err != nil {
+			return "", "", err
+		}
+		if key == nil || *key == "" {
+			return "", "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without an image_key", what))
+		}
+		b, _ := json.Marshal(map[string]string{"image_key": *key})
+		return "image", string(b), nil
+	}
+	ft := fileType(name, art.MimeType)
+	var key *string
+	err = s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+		req := larkim.NewCreateFileReqBuilder().Body(larkim.NewCreateFileReqBodyBuilder().
+			FileType(ft).FileName(name).File(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
+		resp, err := s.api.Im.V1.File.Create(ctx, req, tok)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Data != nil {
+			key = resp.Data.FileKey
+		}
+		return &resp.CodeError, nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if key == nil || *key == "" {
+		return "", "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without a file_key", what))
+	}
+	b, _ := json.Marshal(map[string]string{"file_key": *key})
+	switch ft {
+	case "opus":
+		return "audio", string(b), nil // a voice message
+	case "mp4":
+		return "media", string(b), nil // a video, played in the chat
+	}
+	return "file", string(b), nil
+}
+
+// namedReader gives the SDK's multipart body the file's name.
+type namedReader struct {
+	io.Reader
+	name string
+}
+
+func (n *namedReader) Name() string { return n.name }
+
+// isImage reports whether data is an image Lark shows as one, by its
+// bytes rather than what the draft says it is.
+func isImage(data []byte) bool {
+	switch http.DetectContentType(data) {
+	case "image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/x-icon":
+		return true
+	}
+	return false
+}
+
+// fileType is Lark's file_type for a file upload: its kinds (opus, mp4,
+// pdf, doc, xls, ppt), else stream.
+func fileType(name, mimeType string) string {
+	ext := strings.ToLower(extOf(name))
+	switch ext {
+	case ".opus":
+		return "opus"
+	case ".mp4":
+		return "mp4"
+	case ".pdf":
+		return "pdf"
+	case ".doc", ".docx":
+		return "doc"
+	case ".xls", ".xlsx":
+		return "xls"
+	case ".ppt", ".pptx":
+		return "ppt"
+	}
+	mt, _, _ := mime.ParseMediaType(mimeType)
+	switch mt {
+	case "audio/opus":
+		return "opus"
+	case "video/mp4":
+		return "mp4"
+	case "application/pdf":
+		return "pdf"
+	}
+	return "stream"
+}
+
+// call makes one API call with the tenant token, fetching the token again
+// once if Lark refuses it, and classifies what failed.
+func (s *sender) call(ctx context.Context, what string, do func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error)) error {
+	for attempt := 0; ; attempt++ {
+		tok, err := s.a.tenantToken(ctx, attempt > 0)
+		if err != nil {
+			// A refused app secret waits for the operator (unmarked:
+			// temporary), as a network error does.
+			return fmt.Errorf("lark: %s: %w", what, err)
+		}
+		cctx, info := withCallInfo(ctx)
+		ce, err := do(cctx, larkcore.WithTenantAccessToken(tok))
+		if err != nil {
+			return s.transportError(what, info, err)
+		}
+		if ce == nil || ce.Code == 0 {
+			return nil
+		}
+		if (ce.Code == codeMissingToken || ce.Code == codeInvalidToken) && attempt == 0 {
+			continue
+		}
+		return s.codeError(what, info, ce)
+	}
+}
+
+// transportError classifies a call that got no answer of Lark's JSON: by
+// the status when there was one (a gateway's 5xx), else a network error.
+// Both are temporary, but for a status Lark never answers a call it took.
+func (s *sender) transportError(what string, info *callInfo, err error) error {
+	switch st := info.status; {
+	case st == http.StatusTooManyRequests:
+		return s.rateLimited(what, info, fmt.Sprintf("HTTP %d", st))
+	case st >= 500 || st == 0 || st == http.StatusRequestTimeout:
+		if st == 0 {
+			return adapters.Temporary(s.errorf("lark: %s: %s", what, clip(err.Error(), 300)))
+		}
+		return adapters.Temporary(s.errorf("lark: %s: HTTP %d", what, st))
+	}
+	return adapters.Temporary(s.errorf("lark: %s: HTTP %d, an answer that is not Lark's (check courier.adapters.lark.domain and any proxy): %s", what, info.status, clip(err.Error(), 300)))
+}
+
+// codeError classifies an error Lark answered with its code and msg.
+func (s *sender) codeError(what string, info *callInfo, ce *larkcore.CodeError) error {
+	desc := fmt.Sprintf("code %d: %s", ce.Code, clip(ce.Msg, 300))
+	if ce.Code == codeNoScope && ce.Err != nil {
+		var scopes []string
+		for _, v := range ce.Err.PermissionViolations {
+			if v != nil && v.Subject != "" && len(scopes) < 5 {
+				scopes = append(scopes, clip(v.Subject, 100))
+			}
+		}
+		if len(scopes) > 0 {
+			desc += " (the app needs the scope " + strings.Join(scopes, " or ") + ": add it in the developer console and publish a new version)"
+		}
+	}
+	switch {
+	case ce.Code == codeRateLimited || ce.Code == codeChatRateLimited || info.status == http.StatusTooManyRequests:
+		return s.rateLimited(what, info, desc)
+	case ce.Code == codeMissingToken || ce.Code == codeInvalidToken:
+		return adapters.Temporary(s.errorf("lark: %s: the tenant token was refused again after a new one was fetched (%s)", what, desc))
+	case permanentCodes[ce.Code]:
+		return adapters.Permanent(s.errorf("lark: %s: %s", what, desc))
+	case info.status >= 500:
+		return adapters.Temporary(s.errorf("lark: %s: HTTP %d, %s", what, info.status, desc))
+	}
+	return adapters.Temporary(s.errorf("lark: %s: %s", what, desc))
+}
+
+// maxRetryAfter bounds the wait a rate limit asks for: a header from
+// outside must not park a draft for days.
+const maxRetryAfter = time.Hour
+
+// rateLimited is a temporary error after the wait Lark named
+// (x-ogw-ratelimit-reset, in seconds), if it named one.
+func (s *sender) rateLimited(what string, info *callInfo, desc string) error {
+	if n, err := strconv.Atoi(strings.TrimSpace(info.reset)); err == nil && n > 0 {
+		d := min(time.Duration(n)*time.Second, maxRetryAfter)
+		return adapters.TemporaryAfter(s.errorf("lark: %s: rate limited (%s), retry after %s", what, desc, d), d)
+	}
+	return adapters.Temporary(s.errorf("lark: %s: rate limited (%s)", what, desc))
+}
+
+// errorf is fmt.Errorf with the tenant token and the app secret cut out,
+// whatever Lark's msg or an error from below quotes.
+func (s *sender) errorf(format string, args ...any) error {
+	return errors.New(s.a.redact(fmt.Sprintf(format, args...)))
 }

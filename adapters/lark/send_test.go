@@ -1,0 +1,576 @@
+package lark
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/testutil/larkfake"
+	"github.com/monoco/courier/schema"
+)
+
+// The Sender's tests drive the real SDK against larkfake: what they assert
+// is what the fake received (Sent, Uploads, Calls), as Lark would have.
+
+const sndAppID = "cli_courier_send_test"
+
+var (
+	sndPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR a picture's bytes")
+	sndPDF = []byte("%PDF-1.4 the quarterly report")
+)
+
+// sndEnv is a fake Lark, an adapter on it and its Sender.
+type sndEnv struct {
+	fake   *larkfake.Server
+	a      *Adapter
+	s      *sender
+	dz     *dropzone.Store
+	secret string
+}
+
+// sndRoundTrip lets a test see or change a call on the wire.
+type sndRoundTrip func(req *http.Request, next http.RoundTripper) (*http.Response, error)
+
+func (f sndRoundTrip) wrap(next http.RoundTripper) http.RoundTripper {
+	return sndTransport{f: f, next: next}
+}
+
+type sndTransport struct {
+	f    sndRoundTrip
+	next http.RoundTripper
+}
+
+func (t sndTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.f(req, t.next) }
+
+// sndSetup starts a fake with Ann, Bob (with an email) and the chat
+// oc_team, and a Sender on it; hook, when set, sees every call.
+func sndSetup(t *testing.T, hook sndRoundTrip) *sndEnv {
+	t.Helper()
+	secret := "secret-snd-" + strings.ReplaceAll(t.Name(), "/", "-")
+	fake := larkfake.New(t, larkfake.Options{AppID: sndAppID, AppSecret: secret})
+	fake.AddUser(larkfake.User{OpenID: "ou_ann", UnionID: "on_ann", Name: "Ann Lee", Email: "ann@example.com"})
+	fake.AddUser(larkfake.User{OpenID: "ou_bob", Name: "Bob Chen"})
+	fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
+	dz, err := dropzone.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dz.Close() })
+	var rt http.RoundTripper = http.DefaultTransport
+	if hook != nil {
+		rt = hook.wrap(rt)
+	}
+	cfg := config.Lark{Enabled: true, AppID: sndAppID, AppSecret: config.Secret(secret), Domain: fake.URL()}
+	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 20 << 20}, dz, &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &adapters.Provider{}
+	a.outbound(p)
+	s, ok := p.Sender.(*sender)
+	if !ok {
+		t.Fatalf("outbound set no Sender (waiting: %q)", p.Waiting)
+	}
+	return &sndEnv{fake: fake, a: a, s: s, dz: dz, secret: secret}
+}
+
+// sndArtifact stores data in the dropzone as an attachment named name.
+func (e *sndEnv) sndArtifact(t *testing.T, name string, data []byte) schema.DraftArtifact {
+	t.Helper()
+	obj, err := e.dz.Put(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema.DraftArtifact{ID: obj.ID, Name: name}
+}
+
+// sndDraft is a draft as `courier send` queues it, resolved by the
+// Resolver.
+func sndDraft(t *testing.T, d schema.Draft, parent *adapters.Parent) *schema.Draft {
+	t.Helper()
+	d.Provider = schema.Lark
+	if d.ID == "" {
+		d.ID = "lark_out_" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "_")
+	}
+	if err := (Resolver{}).Resolve(&d, parent, adapters.ResolveOptions{}, nil); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	return &d
+}
+
+func sndMD(s string) schema.DraftContent { return schema.DraftContent{Markdown: schema.NullString(s)} }
+
+// TestSendNewMessage: a new message goes by create, its receive_id_type
+// from the recipient, Markdown with formatting as a post and plain words
+// as text; the receipt names the message Lark made.
+func TestSendNewMessage(t *testing.T) {
+	for _, c := range []struct {
+		to, idType string
+		md         string
+		msgType    string
+		content    func(t *testing.T, c string)
+	}{
+		{"oc_team", "chat_id", "Ship **today**", "post", func(t *testing.T, c string) {
+			var post map[string]struct {
+				Content [][]map[string]any `json:"content"`
+			}
+			if err := json.Unmarshal([]byte(c), &post); err != nil {
+				t.Fatalf("post content %s: %v", c, err)
+			}
+			found := false
+			for _, line := range post["zh_cn"].Content {
+				for _, el := range line {
+					style, _ := json.Marshal(el["style"])
+					if el["text"] == "today" && strings.Contains(string(style), `"bold"`) {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Errorf("post content %s has no bold \"today\"", c)
+			}
+		}},
+		{"ou_ann", "open_id", "just words", "text", sndTextIs("just words")},
+		{"on_ann", "union_id", "hi via union", "text", sndTextIs("hi via union")},
+		{"ann@example.com", "email", "hi by address", "text", sndTextIs("hi by address")},
+	} {
+		t.Run(c.idType, func(t *testing.T) {
+			e := sndSetup(t, nil)
+			d := sndDraft(t, schema.Draft{To: schema.Recipients{c.to}, Content: sndMD(c.md)}, nil)
+			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := e.fake.Sent()
+			if len(sent) != 1 {
+				t.Fatalf("the fake made %d messages, want 1: %+v", len(sent), sent)
+			}
+			m := sent[0]
+			if m.Route != larkfake.RouteCreate || m.ReceiveIDType != c.idType || m.ReceiveID != c.to || m.MsgType != c.msgType || m.UUID != d.IdempotencyKey {
+				t.Errorf("sent %+v; want a create to %s %s, %s, uuid %s", m, c.idType, c.to, c.msgType, d.IdempotencyKey)
+			}
+			c.content(t, m.Content)
+			if r.ProviderMessageID != m.MessageID || r.InboundID != "lark_"+m.MessageID {
+				t.Errorf("receipt %+v; want the message %s", r, m.MessageID)
+			}
+		})
+	}
+}
+
+func sndTextIs(want string) func(t *testing.T, c string) {
+	return func(t *testing.T, c string) {
+		t.Helper()
+		var v map[string]string
+		if err := json.Unmarshal([]byte(c), &v); err != nil || v["text"] != want || len(v) != 1 {
+			t.Errorf("content %s; want {\"text\":%q}", c, want)
+		}
+	}
+}
+
+// TestSendTextAndCard: a draft of type text goes as typed (its * stay),
+// and content.card goes as an interactive message carrying the card.
+func TestSendTextAndCard(t *testing.T) {
+	e := sndSetup(t, nil)
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Type: schema.DraftText, Content: schema.DraftContent{Text: "2 * 3 = 6, **not bold**"}}, nil)
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
+	card := map[string]any{"header": map[string]any{"title": map[string]any{"tag": "plain_text", "content": "Deploy?"}},
+		"elements": []any{map[string]any{"tag": "markdown", "content": "**prod** at 5pm"}}}
+	d = sndDraft(t, schema.Draft{ID: "lark_out_card", To: schema.Recipients{"oc_team"}, Content: schema.DraftContent{Card: card}}, nil)
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()
+	if len(sent) != 2 {
+		t.Fatalf("the fake made %d messages, want 2", len(sent))
+	}
+	sndTextIs("2 * 3 = 6, **not bold**")(t, sent[0].Content)
+	if sent[0].MsgType != "text" {
+		t.Errorf("text draft sent as %s", sent[0].MsgType)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(sent[1].Content), &got); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(card)
+	gotJSON, _ := json.Marshal(got)
+	if sent[1].MsgType != "interactive" || string(gotJSON) != string(want) {
+		t.Errorf("card sent as %s %s; want interactive %s", sent[1].MsgType, sent[1].Content, want)
+	}
+}
+
+// TestSendReply: a reply answers its parent through the reply API, in
+// the parent's thread when it is in one (reply_in_thread, and the fake
+// puts it in that thread), plainly when it is not.
+func TestSendReply(t *testing.T) {
+	e := sndSetup(t, nil)
+	plain := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", Content: `{"text":"top"}`})
+	inThread := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", ThreadID: "omt_launch", Content: `{"text":"in a thread"}`})
+	for _, c := range []struct {
+		name, parent, thread string
+		inThread             bool
+	}{
+		{"plain", plain, "", false},
+		{"thread", inThread, "omt_launch", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
+				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.thread)}}}
+			before := len(e.fake.Sent())
+			d := schema.Draft{ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.thread), Content: sndMD("on it")}
+			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: sndDraft(t, d, parent)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := e.fake.Sent()[before:]
+			if len(sent) != 1 {
+				t.Fatalf("the fake made %d messages, want 1", len(sent))
+			}
+			m := sent[0]
+			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || m.ReplyInThread != c.inThread || m.ThreadID != c.thread || m.ChatID != "oc_team" {
+				t.Errorf("sent %+v; want a reply to %s, reply_in_thread %v, in thread %q", m, c.parent, c.inThread, c.thread)
+			}
+			if r.ProviderMessageID != m.MessageID || r.InboundID != "lark_"+m.MessageID {
+				t.Errorf("receipt %+v; want %s", r, m.MessageID)
+			}
+		})
+	}
+}
+
+// sndGate is an engine gate that records what the fake had received
+// when the Sender passed it.
+type sndGate struct {
+	e                *sndEnv
+	entered          int
+	creates, uploads int
+}
+
+func (g *sndGate) Enter(context.Context) error {
+	g.entered++
+	g.creates = g.e.fake.Calls(larkfake.RouteCreate) + g.e.fake.Calls(larkfake.RouteReply)
+	g.uploads = len(g.e.fake.Uploads())
+	return nil
+}
+
+// TestSendAttachments: an image and a PDF are uploaded (im/v1/images,
+// im/v1/files with file_type pdf and the name) before the gate, and land
+// as image and file messages answering the same parent, in its thread,
+// each with the draft's uuid and its own suffix.
+func TestSendAttachments(t *testing.T) {
+	e := sndSetup(t, nil)
+	parentID := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", ThreadID: "omt_q3", Content: `{"text":"send the report"}`})
+	parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + parentID, Provider: schema.Lark, Session: schema.Session{ID: "oc_team", ThreadKey: "omt_q3"}}}
+	d := sndDraft(t, schema.Draft{ReplyTo: schema.NullString("lark_" + parentID), ThreadKey: "omt_q3", Content: sndMD("Here it is."),
+		Artifacts: []schema.DraftArtifact{e.sndArtifact(t, "chart.png", sndPNG), e.sndArtifact(t, "report.pdf", sndPDF)}}, parent)
+	g := &sndGate{e: e}
+	var progress []schema.RecipientResult
+	at := &adapters.Attempt{Draft: d, Gate: g, Progress: func(_ context.Context, r ...schema.RecipientResult) error {
+		progress = append(progress, r...)
+		return nil
+	}}
+	r, err := e.s.Send(context.Background(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.entered != 1 || g.creates != 0 || g.uploads != 2 {
+		t.Errorf("at the gate: entered %d times, %d messages sent, %d uploads; want once, after both uploads and before any message", g.entered, g.creates, g.uploads)
+	}
+	ups := e.fake.Uploads()
+	if len(ups) != 2 || ups[0].Route != larkfake.RouteImageUpload || ups[0].Type != "message" || string(ups[0].Content) != string(sndPNG) ||
+		ups[1].Route != larkfake.RouteFileUpload || ups[1].Type != "pdf" || ups[1].FileName != "report.pdf" || string(ups[1].Content) != string(sndPDF) {
+		t.Fatalf("uploads %+v; want the image, then report.pdf as pdf", ups)
+	}
+	sent := e.fake.Sent()
+	if len(sent) != 3 {
+		t.Fatalf("the fake made %d messages, want 3", len(sent))
+	}
+	wantTypes := []string{"text", "image", "file"}
+	wantUUIDs := []string{d.IdempotencyKey, d.IdempotencyKey + "-1", d.IdempotencyKey + "-2"}
+	for i, m := range sent {
+		if m.Route != larkfake.RouteReply || m.ParentID != parentID || m.ThreadID != "omt_q3" || !m.ReplyInThread || m.MsgType != wantTypes[i] || m.UUID != wantUUIDs[i] {
+			t.Errorf("message %d: %+v; want a %s reply in omt_q3 to %s, uuid %s", i, m, wantTypes[i], parentID, wantUUIDs[i])
+		}
+	}
+	if !strings.Contains(sent[1].Content, ups[0].Key) || !strings.Contains(sent[2].Content, ups[1].Key) {
+		t.Errorf("messages %s, %s do not name the uploads %s, %s", sent[1].Content, sent[2].Content, ups[0].Key, ups[1].Key)
+	}
+	if r.ProviderMessageID != sent[0].MessageID || len(r.Recipients) != 3 {
+		t.Errorf("receipt %+v; want the text's id %s and 3 steps", r, sent[0].MessageID)
+	}
+	// The steps before the last are recorded as they go.
+	if len(progress) != 2 || string(progress[0].Reply) != sent[0].MessageID || string(progress[1].Reply) != sent[1].MessageID {
+		t.Errorf("progress %+v; want the text and the image as they were posted", progress)
+	}
+}
+
+// TestSendAttachmentsToChat: the files of a new message go to the same
+// chat as its words.
+func TestSendAttachmentsToChat(t *testing.T) {
+	e := sndSetup(t, nil)
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{e.sndArtifact(t, "notes.txt", []byte("plain notes"))}}, nil)
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, ups := e.fake.Sent(), e.fake.Uploads()
+	if len(ups) != 1 || ups[0].Type != "stream" || ups[0].FileName != "notes.txt" {
+		t.Fatalf("uploads %+v; want notes.txt as stream", ups)
+	}
+	if len(sent) != 1 || sent[0].Route != larkfake.RouteCreate || sent[0].ReceiveID != "oc_team" || sent[0].MsgType != "file" || sent[0].UUID != d.IdempotencyKey+"-1" {
+		t.Fatalf("sent %+v; want one file message to oc_team", sent)
+	}
+	if r.ProviderMessageID != sent[0].MessageID {
+		t.Errorf("receipt %+v; want %s", r, sent[0].MessageID)
+	}
+}
+
+// TestSendRetryAfterLostAnswer: the create reaches Lark but its answer is
+// lost (a timeout, a crash before the receipt): the next attempt sends
+// the same uuid, and Lark makes one message, whose id the receipt names.
+func TestSendRetryAfterLostAnswer(t *testing.T) {
+	var mu sync.Mutex
+	lose := 1
+	e := sndSetup(t, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && req.Method == http.MethodPost && req.URL.Path == "/open-apis/im/v1/messages" && lose > 0 {
+			lose--
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return nil, context.DeadlineExceeded
+		}
+		return resp, err
+	})
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD("once only")}, nil)
+	_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err == nil || !adapters.IsTemporary(err) || adapters.IsPermanent(err) {
+		t.Fatalf("lost answer: %v; want a temporary error", err)
+	}
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()
+	if len(sent) != 1 || e.fake.Calls(larkfake.RouteCreate) != 2 {
+		t.Fatalf("the fake made %d messages from %d calls; want 1 from 2", len(sent), e.fake.Calls(larkfake.RouteCreate))
+	}
+	if r.ProviderMessageID != sent[0].MessageID {
+		t.Errorf("receipt %s; want the one message %s", r.ProviderMessageID, sent[0].MessageID)
+	}
+}
+
+// TestSendPartial: the text went and the file's message failed: the
+// error is a PartialError holding the text, and the next attempt (given
+// it in Accepted) posts only the file, with its own uuid.
+func TestSendPartial(t *testing.T) {
+	var e *sndEnv
+	var mu sync.Mutex
+	creates := 0
+	e = sndSetup(t, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && req.Method == http.MethodPost && req.URL.Path == "/open-apis/im/v1/messages" {
+			if creates++; creates == 1 {
+				// The next create (the file's) is rate limited.
+				e.fake.Fail(larkfake.RouteCreate, larkfake.Failure{Status: http.StatusTooManyRequests, RetryAfter: 3})
+			}
+		}
+		return resp, err
+	})
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"ou_bob"}, Content: sndMD("the report:"), Artifacts: []schema.DraftArtifact{e.sndArtifact(t, "r.pdf", sndPDF)}}, nil)
+	_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	var pe *adapters.PartialError
+	if !errors.As(err, &pe) || len(pe.Accepted) != 1 || !adapters.IsTemporary(err) {
+		t.Fatalf("first attempt: %v; want a temporary PartialError with the text", err)
+	}
+	if ra, ok := adapters.RetryAfter(err); !ok || ra != 3*time.Second {
+		t.Errorf("retry after %v, %v; want 3s", ra, ok)
+	}
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d, Accepted: pe.Accepted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()
+	if len(sent) != 2 || sent[0].MsgType != "text" || sent[0].UUID != d.IdempotencyKey || sent[1].MsgType != "file" || sent[1].UUID != d.IdempotencyKey+"-1" {
+		t.Fatalf("sent %+v; want the text once, then the file once", sent)
+	}
+	if r.ProviderMessageID != sent[0].MessageID || len(r.Recipients) != 1 || string(r.Recipients[0].Reply) != sent[1].MessageID {
+		t.Errorf("receipt %+v; want the text's id and the file as this attempt's step", r)
+	}
+}
+
+// TestSendUploadFails: an upload that fails posts nothing: the words wait
+// with their files, and the error is temporary, not partial.
+func TestSendUploadFails(t *testing.T) {
+	e := sndSetup(t, nil)
+	e.fake.Fail(larkfake.RouteFileUpload, larkfake.Failure{Status: http.StatusBadGateway})
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD("see attached"), Artifacts: []schema.DraftArtifact{e.sndArtifact(t, "r.pdf", sndPDF)}}, nil)
+	_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	var pe *adapters.PartialError
+	if err == nil || errors.As(err, &pe) || !adapters.IsTemporary(err) || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("upload 502: %v; want a temporary error naming HTTP 502, not a partial one", err)
+	}
+	if n := len(e.fake.Sent()); n != 0 {
+		t.Errorf("the fake made %d messages; want none", n)
+	}
+}
+
+// TestSendErrors: Lark's answers classified: rate limits and 5xx
+// temporary (with the wait Lark named), invalid ids and permissions
+// permanent with Lark's code; nothing sent.
+func TestSendErrors(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		to        string
+		fail      *larkfake.Failure
+		permanent bool
+		retry     time.Duration
+		says      string
+	}{
+		{name: "rate limited", to: "oc_team", fail: &larkfake.Failure{Status: http.StatusTooManyRequests, RetryAfter: 7}, retry: 7 * time.Second, says: "99991400"},
+		{name: "gateway 503", to: "oc_team", fail: &larkfake.Failure{Status: http.StatusServiceUnavailable}, says: "HTTP 503"},
+		{name: "unknown chat", to: "oc_nowhere", permanent: true, says: "code 230001"},
+		{name: "no scope", to: "oc_team", fail: &larkfake.Failure{Status: http.StatusBadRequest, Code: 99991672, Msg: "Access denied. One of the following scopes is required: [im:message:send_as_bot]"}, permanent: true, says: "code 99991672"},
+		{name: "bot not in chat", to: "oc_team", fail: &larkfake.Failure{Status: http.StatusBadRequest, Code: 230002, Msg: "Bot/User can NOT be out of the chat."}, permanent: true, says: "code 230002"},
+		{name: "unknown code", to: "oc_team", fail: &larkfake.Failure{Status: http.StatusInternalServerError, Code: 1234567, Msg: "internal"}, says: "code 1234567"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := sndSetup(t, nil)
+			if c.fail != nil {
+				e.fake.Fail(larkfake.RouteCreate, *c.fail)
+			}
+			d := sndDraft(t, schema.Draft{To: schema.Recipients{c.to}, Content: sndMD("hello")}, nil)
+			_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if adapters.IsPermanent(err) != c.permanent || !strings.HasPrefix(err.Error(), "lark: ") || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%v: permanent %v; want permanent %v, starting lark: and naming %q", err, adapters.IsPermanent(err), c.permanent, c.says)
+			}
+			if ra, ok := adapters.RetryAfter(err); ra != c.retry || ok != (c.retry > 0) {
+				t.Errorf("retry after %v, %v; want %v", ra, ok, c.retry)
+			}
+			if n := len(e.fake.Sent()); n != 0 {
+				t.Errorf("the fake made %d messages; want none", n)
+			}
+		})
+	}
+}
+
+// TestSendSecretsNotInErrors: an answer that quotes the tenant token and
+// the app secret (a server may echo what it was sent) reaches the error
+// without them; the call still names Lark's code.
+func TestSendSecretsNotInErrors(t *testing.T) {
+	e := sndSetup(t, nil)
+	tok, err := e.a.tenantToken(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail(larkfake.RouteCreate, larkfake.Failure{Status: http.StatusBadRequest, Code: 230001, Msg: "bad request with " + tok + " and " + e.secret})
+	e.fake.Fail(larkfake.RouteCreate, larkfake.Failure{Status: http.StatusBadRequest, Code: 1, Msg: "token " + tok + ", secret " + e.secret})
+	for range 2 {
+		d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD("x")}, nil)
+		_, err = e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+		if err == nil || strings.Contains(err.Error(), tok) || strings.Contains(err.Error(), e.secret) || !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("error %v; want it without the token and the secret, [redacted] in their place", err)
+		}
+	}
+}
+
+// TestSendTokenRenewed: a tenant token Lark stopped taking is fetched
+// again once, and the message goes.
+func TestSendTokenRenewed(t *testing.T) {
+	e := sndSetup(t, nil)
+	if _, err := e.a.tenantToken(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ExpireTokens()
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD("still here")}, nil)
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
+	if n, tokens := len(e.fake.Sent()), e.fake.Tokens(); n != 1 || tokens != 2 {
+		t.Errorf("%d messages with %d tokens; want 1 with 2", n, tokens)
+	}
+}
+
+// TestSendRefusesBadDrafts: what Lark cannot take is refused before any
+// call, permanently, naming what is wrong.
+func TestSendRefusesBadDrafts(t *testing.T) {
+	e := sndSetup(t, nil)
+	big := e.sndArtifact(t, "empty.bin", nil)
+	for _, c := range []struct {
+		name string
+		d    schema.Draft
+		says string
+	}{
+		{"cc", schema.Draft{To: schema.Recipients{"oc_team"}, Cc: schema.Recipients{"ou_bob"}, Content: sndMD("x")}, "cc"},
+		{"two chats", schema.Draft{To: schema.Recipients{"oc_team", "oc_other"}, Content: sndMD("x")}, "one chat or person"},
+		{"message as recipient", schema.Draft{To: schema.Recipients{"om_abc"}, Content: sndMD("x")}, "reply_to: lark_om_abc"},
+		{"not an id", schema.Draft{To: schema.Recipients{"#general"}, Content: sndMD("x")}, "not a Lark chat"},
+		{"reply to another provider", schema.Draft{To: schema.Recipients{"oc_team"}, ReplyTo: "slack_C1_1_2", Content: sndMD("x")}, "not a Lark message"},
+		{"thread without reply", schema.Draft{To: schema.Recipients{"oc_team"}, ThreadKey: "omt_x", Content: sndMD("x")}, "reply_to"},
+		{"empty", schema.Draft{To: schema.Recipients{"oc_team"}}, "no text and no attachment"},
+		{"empty file", schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{big}}, "empty"},
+		{"missing file", schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{{ID: "sha256:" + strings.Repeat("0", 64), Name: "gone.pdf"}}}, "gone.pdf"},
+		{"post too long", schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD(strings.Repeat("**bold** words\n\n", 3000))}, "too long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.d.ID, c.d.Provider, c.d.IdempotencyKey = "lark_out_bad", schema.Lark, "0f3c6a2e-5d4b-4c1a-9e8f-7a6b5c4d3e2f"
+			_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: &c.d})
+			if err == nil || !adapters.IsPermanent(err) || !strings.HasPrefix(err.Error(), "lark: ") || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%v; want a permanent error starting lark: and naming %q", err, c.says)
+			}
+		})
+	}
+	if n := e.fake.Calls(larkfake.RouteCreate) + e.fake.Calls(larkfake.RouteReply) + len(e.fake.Uploads()); n != 0 {
+		t.Errorf("%d calls made for drafts refused; want none", n)
+	}
+}
+
+// TestSendKeyDerived: a draft queued without an idempotency key (dropped
+// into outbound/ by hand) still sends the same uuid on every attempt,
+// derived from its id.
+func TestSendKeyDerived(t *testing.T) {
+	e := sndSetup(t, nil)
+	d := &schema.Draft{ID: "lark_out_by_hand", Provider: schema.Lark, To: schema.Recipients{"oc_team"}, Content: sndMD("hi")}
+	for range 2 {
+		if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := e.fake.Sent()
+	if len(sent) != 1 || len(sent[0].UUID) != 36 {
+		t.Fatalf("sent %+v; want one message with a uuid", sent)
+	}
+	other := &schema.Draft{ID: "lark_out_other", Provider: schema.Lark, To: schema.Recipients{"oc_team"}, Content: sndMD("hi")}
+	if idempotencyKey(other) == sent[0].UUID {
+		t.Error("two drafts derived the same uuid")
+	}
+}
+
+// TestSendWaitsWithoutCredentials: a provider without app_secret has no
+// Sender, and says why.
+func TestSendWaitsWithoutCredentials(t *testing.T) {
+	a, err := newAdapter(config.Lark{Enabled: true, AppID: sndAppID}, config.Limits{}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &adapters.Provider{}
+	a.outbound(p)
+	if p.Sender != nil || !strings.Contains(p.Waiting, "app_secret") {
+		t.Errorf("sender %v, waiting %q; want none, naming app_secret", p.Sender, p.Waiting)
+	}
+}
