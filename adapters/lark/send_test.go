@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,9 +191,16 @@ func TestSendTextAndCard(t *testing.T) {
 	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
+	d = sndDraft(t, schema.Draft{ID: "lark_out_html", To: schema.Recipients{"oc_team"}, Content: schema.DraftContent{HTML: "<p>Ship <b>today</b></p>"}}, nil)
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
 	sent := e.fake.Sent()
-	if len(sent) != 2 {
-		t.Fatalf("the fake made %d messages, want 2", len(sent))
+	if len(sent) != 3 {
+		t.Fatalf("the fake made %d messages, want 3", len(sent))
+	}
+	if sent[2].MsgType != "post" || !strings.Contains(sent[2].Content, `"today"`) || !strings.Contains(sent[2].Content, `"bold"`) {
+		t.Errorf("HTML draft sent as %s %s; want a post with today in bold", sent[2].MsgType, sent[2].Content)
 	}
 	sndTextIs("2 * 3 = 6, **not bold**")(t, sent[0].Content)
 	if sent[0].MsgType != "text" {
@@ -216,12 +224,17 @@ func TestSendReply(t *testing.T) {
 	e := sndSetup(t, nil)
 	plain := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", Content: `{"text":"top"}`})
 	inThread := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", ThreadID: "omt_launch", Content: `{"text":"in a thread"}`})
+	quoted := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_bob", ParentID: plain, Content: `{"text":"a quoted reply"}`})
 	for _, c := range []struct {
 		name, parent, thread string
 		inThread             bool
+		threadID             string // the fake's thread_id of the reply
 	}{
-		{"plain", plain, "", false},
-		{"thread", inThread, "omt_launch", true},
+		{"plain", plain, "", false, ""},
+		{"thread", inThread, "omt_launch", true, "omt_launch"},
+		// A quoted reply chain (its thread key is its root) is not a
+		// thread: answered plainly, it stays a chain, not made a thread.
+		{"quoted chain", quoted, plain, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
@@ -237,8 +250,8 @@ func TestSendReply(t *testing.T) {
 				t.Fatalf("the fake made %d messages, want 1", len(sent))
 			}
 			m := sent[0]
-			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || m.ReplyInThread != c.inThread || m.ThreadID != c.thread || m.ChatID != "oc_team" {
-				t.Errorf("sent %+v; want a reply to %s, reply_in_thread %v, in thread %q", m, c.parent, c.inThread, c.thread)
+			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || m.ReplyInThread != c.inThread || m.ThreadID != c.threadID || m.ChatID != "oc_team" {
+				t.Errorf("sent %+v; want a reply to %s, reply_in_thread %v, in thread %q", m, c.parent, c.inThread, c.threadID)
 			}
 			if r.ProviderMessageID != m.MessageID || r.InboundID != "lark_"+m.MessageID {
 				t.Errorf("receipt %+v; want %s", r, m.MessageID)
@@ -574,3 +587,40 @@ func TestSendWaitsWithoutCredentials(t *testing.T) {
 		t.Errorf("sender %v, waiting %q; want none, naming app_secret", p.Sender, p.Waiting)
 	}
 }
+
+// TestSendAnswerBounded: an answer far too long is read no further
+// than maxAnswer, and the call fails as temporary (the uuid makes the
+// retry safe even if Lark took the message).
+func TestSendAnswerBounded(t *testing.T) {
+	var read sndCounter
+	e := sndSetup(t, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err == nil && req.URL.Path == "/open-apis/im/v1/messages" {
+			resp.Body.Close()
+			// 64 MiB: without the bound, all of it would be read.
+			resp.Body = io.NopCloser(io.TeeReader(io.LimitReader(sndEndless{}, 64<<20), &read))
+		}
+		return resp, err
+	})
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD("hi")}, nil)
+	_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err == nil || !adapters.IsTemporary(err) || adapters.IsPermanent(err) || !strings.HasPrefix(err.Error(), "lark: ") {
+		t.Fatalf("endless answer: %v; want a temporary lark: error", err)
+	}
+	if n := read.n.Load(); n > 2*maxAnswer {
+		t.Errorf("read %d bytes of the answer; want at most about %d", n, maxAnswer)
+	}
+}
+
+type sndEndless struct{}
+
+func (sndEndless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+type sndCounter struct{ n atomic.Int64 }
+
+func (c *sndCounter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
