@@ -54,6 +54,9 @@ type receiver struct {
 	// only four times over 6 h, so the webhook-mode catch-up reads it as
 	// a possible gap and passes over the chats again.
 	failed chan struct{}
+
+	// replay is what catch-up passes remember between them (replay.go).
+	replay replayState
 }
 
 // chatState is one chat's position. Its mutex is held while an event of

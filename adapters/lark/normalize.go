@@ -280,6 +280,13 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 			extra["resources"] = list
 		}
 	}
+	if m.MessageType == "merge_forward" {
+		// The event carries no forwarded message: they are fetched
+		// (replay.go), shown as an email forward, their files stored.
+		if err := a.mergeForward(ctx, m.MessageID, msg, &r, extra, batch); err != nil {
+			return nil, err
+		}
+	}
 	text, md := strings.TrimRight(schema.CleanText(r.Text), "\n"), strings.TrimRight(schema.CleanText(r.Markdown), "\n")
 	files := len(msg.Artifacts)
 	fullMD := md
