@@ -198,9 +198,12 @@ func (wh *webhook) serve(w http.ResponseWriter, req *http.Request, sink adapters
 	defer cancel()
 	if err := wh.handleOnce(ctx, sink, ev); err != nil {
 		// Lark retries a 5xx (after 15 s, 5 min, 1 h, 6 h); the catch-up
-		// is told too, since the retries may all fail.
+		// is told too, since the retries may all fail. Until it has read
+		// the chats again, later events must not move a checkpoint past
+		// this one (a crash would then lose it): gap, at once.
 		wh.r.a.log.Warn("lark: webhook event not stored; Lark will retry", "event_id", clip(ev.Header.EventID, 80), "err", err)
 		wh.r.a.health.Error(err)
+		wh.r.gap()
 		select {
 		case wh.r.failed <- struct{}{}:
 		default:

@@ -185,10 +185,15 @@ func (w *whWorld) ids(t *testing.T) []string {
 // whMsg is a text message event (im.message.receive_v1, schema 2.0) from
 // Ann in oc_wh, carrying token.
 func whMsg(token, messageID, text string) []byte {
+	return whMsgAt(token, messageID, text, 1700000000000)
+}
+
+// whMsgAt is whMsg created at ms (Lark's create_time).
+func whMsgAt(token, messageID, text string, ms int64) []byte {
 	c, _ := json.Marshal(map[string]string{"text": text})
 	return whEnvelope(token, "ev_"+messageID, "im.message.receive_v1", map[string]any{
 		"message": map[string]any{"message_id": messageID, "chat_id": "oc_wh", "chat_type": "group", "message_type": "text",
-			"content": string(c), "create_time": "1700000000000"},
+			"content": string(c), "create_time": strconv.FormatInt(ms, 10)},
 		"sender": map[string]any{"sender_id": map[string]string{"open_id": "ou_ann"}, "sender_type": "user"},
 	})
 }
@@ -795,6 +800,51 @@ func TestWebhookNotStored(t *testing.T) {
 		t.Errorf("deliveries %v, want one per message", d)
 	}
 	w.noSecrets(t, "the log", w.log.String())
+}
+
+// A failure to store marks a gap: a later event of the chat, stored, does
+// not move the chat's checkpoint past the one that failed, which the
+// catch-up would then never read again.
+func TestWebhookFailureHoldsCheckpoint(t *testing.T) {
+	w := whNew(t, "whTokGap", "whKeyGap")
+	ctx := context.Background()
+	if err := w.r.caughtUpTo(ctx, w.sink, "oc_wh", 0); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint := func() string {
+		t.Helper()
+		v, _, err := w.ws.Pipe.Checkpoint(ctx, checkpointKey("oc_wh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	post := func(id string, ms int64) int {
+		hdr, body := w.sealed(whMsgAt(w.token, id, "words of "+id, ms))
+		code, _ := w.post(t, http.MethodPost, hdr, body)
+		return code
+	}
+	if code := post("om_wh_gap1", 1700000001000); code != http.StatusOK || checkpoint() != "1700000001000" {
+		t.Fatalf("caught up: %d, checkpoint %q; want 200 and the message's create_time", code, checkpoint())
+	}
+	w.sink.mu.Lock()
+	w.sink.fail = fmt.Errorf("ingest: disk full")
+	w.sink.mu.Unlock()
+	if code := post("om_wh_gap2", 1700000002000); code != http.StatusInternalServerError {
+		t.Fatalf("failed store: %d", code)
+	}
+	w.sink.mu.Lock()
+	w.sink.fail = nil
+	w.sink.mu.Unlock()
+	if code := post("om_wh_gap3", 1700000003000); code != http.StatusOK {
+		t.Fatalf("later message: %d", code)
+	}
+	if got := checkpoint(); got != "1700000001000" {
+		t.Errorf("checkpoint %q after a failure, want it held at 1700000001000 until the catch-up", got)
+	}
+	if ids := w.ids(t); strings.Join(ids, " ") != "lark_om_wh_gap1 lark_om_wh_gap3" {
+		t.Errorf("files %v", ids)
+	}
 }
 
 // Refused requests are logged at most once a minute, with a count of
