@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +18,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/schema"
 )
@@ -624,3 +628,100 @@ func (sndEndless) Read(p []byte) (int, error) {
 type sndCounter struct{ n atomic.Int64 }
 
 func (c *sndCounter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
+
+// TestSendCorpusReplies: a reply to each corpus event, normalised as the
+// receiver does, lands in Lark as a reply to that very message in its
+// chat (a quoted reply chain answered plainly); an event whose ids were
+// redacted into something that is not an id is refused at resolve time,
+// never sent to a mangled id.
+func TestSendCorpusReplies(t *testing.T) {
+	dir := filepath.Join(testutil.CorpusDir(t), "chat", "lark", "events")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		t.Fatalf("no events in %s", dir)
+	}
+	e := sndSetup(t, nil)
+	replied := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := parseEvent(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b body
+		if err := json.Unmarshal(ev.Event, &b); err != nil {
+			t.Fatal(err)
+		}
+		m := b.Message
+		out, err := e.a.normalize(context.Background(), ev)
+		if err != nil || out == nil || out.Message == nil {
+			t.Fatalf("%s: normalize: %v, %v", filepath.Base(f), out, err)
+		}
+		parent := &adapters.Parent{Message: out.Message}
+		d := schema.Draft{ID: "lark_out_corpus", Provider: schema.Lark, ReplyTo: schema.NullString(out.Message.ID),
+			ThreadKey: out.Message.Session.ThreadKey, Content: sndMD("Thanks, on it.")}
+		err = (Resolver{}).Resolve(&d, parent, adapters.ResolveOptions{}, nil)
+		if !receiveRE.MatchString(m.ChatID) || !omRE.MatchString(m.MessageID) {
+			if err == nil {
+				t.Errorf("%s: chat %q, message %q are not Lark ids, and the reply resolved to %v", filepath.Base(f), m.ChatID, m.MessageID, d.To)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Resolve: %v", filepath.Base(f), err)
+		}
+		e.fake.AddChat(larkfake.Chat{ChatID: m.ChatID, ChatMode: map[string]string{"p2p": "p2p"}[m.ChatType]})
+		e.fake.AddMessage(m.ChatID, larkfake.Message{MessageID: m.MessageID, RootID: m.RootID, ParentID: m.ParentID, ThreadID: m.ThreadID, SenderID: "ou_ann"})
+		before := len(e.fake.Sent())
+		if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: &d}); err != nil {
+			t.Fatalf("%s: Send: %v", filepath.Base(f), err)
+		}
+		sent := e.fake.Sent()[before:]
+		if len(sent) != 1 || sent[0].Route != larkfake.RouteReply || sent[0].ParentID != m.MessageID || sent[0].ChatID != m.ChatID ||
+			sent[0].ReplyInThread != (m.ThreadID != "") || sent[0].ThreadID != m.ThreadID {
+			t.Errorf("%s: sent %+v; want one reply to %s in %s, in thread %q", filepath.Base(f), sent, m.MessageID, m.ChatID, m.ThreadID)
+		}
+		replied++
+	}
+	if replied < 2 {
+		t.Errorf("only %d corpus events were answered; want the p2p and the thread reply at least", replied)
+	}
+}
+
+// TestSendFileKinds: an attachment goes as what its bytes and name say
+// it is: an image (sniffed, whatever its name) as an image, one over
+// Lark's 10 MB for images as a file, a .opus as a voice message, an .mp4
+// as a video, a .docx with file_type doc.
+func TestSendFileKinds(t *testing.T) {
+	bigPNG := append(slices.Clone(sndPNG), make([]byte, maxImageUpload)...)
+	for _, c := range []struct {
+		name            string
+		data            []byte
+		route, fileType string
+		msgType         string
+	}{
+		{"photo.bin", sndPNG, larkfake.RouteImageUpload, "message", "image"},
+		{"huge.png", bigPNG, larkfake.RouteFileUpload, "stream", "file"},
+		{"voice.opus", []byte("OggS\x00\x02 opus bytes"), larkfake.RouteFileUpload, "opus", "audio"},
+		{"clip.mp4", []byte("\x00\x00\x00\x18ftypmp42 video"), larkfake.RouteFileUpload, "mp4", "media"},
+		{"plan.docx", []byte("PK\x03\x04 a document"), larkfake.RouteFileUpload, "doc", "file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := sndSetup(t, nil)
+			d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{e.sndArtifact(t, c.name, c.data)}}, nil)
+			if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+				t.Fatal(err)
+			}
+			ups, sent := e.fake.Uploads(), e.fake.Sent()
+			if len(ups) != 1 || ups[0].Route != c.route || ups[0].Type != c.fileType || len(ups[0].Content) != len(c.data) {
+				t.Fatalf("uploads %+v; want %s as %s", ups, c.route, c.fileType)
+			}
+			if len(sent) != 1 || sent[0].MsgType != c.msgType || !strings.Contains(sent[0].Content, ups[0].Key) {
+				t.Errorf("sent %+v; want one %s message naming %s", sent, c.msgType, ups[0].Key)
+			}
+		})
+	}
+}
