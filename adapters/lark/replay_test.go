@@ -545,14 +545,15 @@ func rpComparable(t *testing.T, ev *adapters.Event) []byte {
 }
 
 // rpForward adds a merge_forward to oc_team with two children: a text
-// from Ann, an image from Bob (downloadable from the child).
+// from Ann, an image from Bob, downloadable under the merge_forward's
+// message_id as Lark serves it (not the child's).
 func rpForward(t *testing.T, w *rpWorld, at time.Time) (mf larkfake.Message, kids []string) {
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
 	mf = larkfake.Message{ChatID: "oc_team", MsgType: "merge_forward", Content: `{"content":"Merged and Forwarded Message"}`, SenderID: "ou_ann", CreateTime: at}
 	mf.MessageID = w.fake.AddMessage("oc_team", mf)
 	a := w.fake.AddMessage("oc_other", larkfake.Message{UpperMessageID: mf.MessageID, Content: rpText("first child"), SenderID: "ou_ann", CreateTime: at.Add(-2 * time.Hour)})
 	b := w.fake.AddMessage("oc_other", larkfake.Message{UpperMessageID: mf.MessageID, MsgType: "image", Content: `{"image_key":"img_v3_fw"}`, SenderID: "ou_bob", CreateTime: at.Add(-time.Hour)})
-	w.fake.AddResource(b, "img_v3_fw", rpPNG, "image", "")
+	w.fake.AddResource(mf.MessageID, "img_v3_fw", rpPNG, "image", "")
 	return mf, []string{a, b}
 }
 
@@ -641,6 +642,25 @@ func TestReplayMergeForwardFailures(t *testing.T) {
 		t.Error("a 503 on the child's image: no error")
 	}
 
+	// A file Lark serves under the child's own id is fetched there; one
+	// it serves under neither is noted, the message written.
+	fw := larkfake.Message{ChatID: "oc_other", MsgType: "merge_forward", Content: "{}", SenderID: "ou_ann", CreateTime: time.Now()}
+	fw.MessageID = w.fake.AddMessage("oc_other", fw)
+	own := w.fake.AddMessage("oc_other", larkfake.Message{UpperMessageID: fw.MessageID, MsgType: "file", Content: `{"file_key":"file_v3_own","file_name":"own.pdf"}`, SenderID: "ou_bob"})
+	w.fake.AddMessage("oc_other", larkfake.Message{UpperMessageID: fw.MessageID, MsgType: "image", Content: `{"image_key":"img_v3_nowhere"}`, SenderID: "ou_bob"})
+	w.fake.AddResource(own, "file_v3_own", []byte("%PDF-1.4 own"), "file", "own.pdf")
+	out, err = w.r.a.normalize(ctx, rpEvent(t, fw, "group"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arts := out.Message.Artifacts; len(arts) != 1 || arts[0].Name != "own.pdf" {
+		t.Errorf("artifacts %+v, want own.pdf from the child's id", arts)
+	}
+	if res := fmt.Sprint(out.Message.Metadata.Extra.Other["resources"]); !strings.Contains(res, "img_v3_nowhere") || !strings.Contains(res, "234003") {
+		t.Errorf("the image Lark does not serve is not noted: %s", res)
+	}
+	testutil.CheckMessage(t, "forward with a missing file", out.Message)
+
 	big := larkfake.Message{ChatID: "oc_other", MsgType: "merge_forward", Content: "{}", SenderID: "ou_ann", CreateTime: time.Now()}
 	big.MessageID = w.fake.AddMessage("oc_other", big)
 	for i := range maxForwarded + 5 {
@@ -691,11 +711,28 @@ func TestReplayChatErrors(t *testing.T) {
 		t.Error("a pass that skipped a refused chat is not complete")
 	}
 
+	// The chat list refused (a missing scope): the chats the receiver
+	// knows (met live, or listed before) are still caught up, and the
+	// pass says why it is not complete.
+	w.r.gap()
+	late := w.add("oc_1", "ou_bob", "after the refusal", base.Add(time.Minute))
+	w.fake.Fail(larkfake.RouteChats, larkfake.Failure{Status: 400, Code: 99991672, Msg: "Access denied. One of the following scopes is required: [im:chat:readonly]"})
+	err := w.r.catchUp(ctx, w.ws.Pipe)
+	if err == nil || !strings.Contains(err.Error(), "list the chats") || !strings.Contains(err.Error(), "im:chat:readonly") {
+		t.Errorf("the chat list refused: %v, want an error naming the list and the scope", err)
+	}
+	if w.files(t)["lark_"+late.MessageID] == nil {
+		t.Error("a chat the receiver knows was not caught up without the list")
+	}
+	if w.r.live {
+		t.Error("a pass without the chat list marked the receiver live")
+	}
+
 	w2 := rpNew(t)
 	w2.fake.AddChat(larkfake.Chat{ChatID: "oc_down", Name: "down"})
 	w2.add("oc_down", "ou_ann", "unreachable", base)
 	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 500, Times: w2.r.replay.limits.retries + 1})
-	err := w2.r.catchUp(ctx, w2.ws.Pipe)
+	err = w2.r.catchUp(ctx, w2.ws.Pipe)
 	if err == nil || !strings.HasPrefix(err.Error(), "lark: ") || !strings.Contains(err.Error(), "oc_down") {
 		t.Errorf("a chat always failing: %v, want an error naming it", err)
 	}
