@@ -40,10 +40,17 @@ func (a *Adapter) newSDKClient() *lark.Client {
 	return lark.NewClient(a.cfg.AppID, "",
 		lark.WithOpenBaseUrl(a.base),
 		lark.WithEnableTokenCache(false),
-		lark.WithHttpClient(&sdkHTTP{a: a, c: a.apiClient()}),
+		lark.WithHttpClient(&sdkHTTP{a: a, c: untimed(a.apiClient())}),
 		lark.WithLogger(sdkLogger{a: a}),
 		lark.WithLogLevel(larkcore.LogLevelWarn),
 	)
+}
+
+// untimed drops c's overall timeout: each call is bounded by its context
+// instead (sender.call), which gives an upload time by its size.
+func untimed(c *http.Client) *http.Client {
+	c.Timeout = 0
+	return c
 }
 
 // callInfo is what sdkHTTP saw of one call's answer.

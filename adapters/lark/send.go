@@ -311,7 +311,7 @@ func (s *sender) post(ctx context.Context, dest target, st step) (string, error)
 	if dest.reply != "" {
 		what = "reply to " + dest.reply
 	}
-	err := s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+	err := s.call(ctx, what, callTimeout, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
 		if dest.reply != "" {
 			req := larkim.NewReplyMessageReqBuilder().MessageId(dest.reply).Body(larkim.NewReplyMessageReqBodyBuilder().
 				MsgType(st.msgType).Content(st.content).ReplyInThread(dest.inThread).Uuid(st.uuid).Build()).Build()
@@ -395,7 +395,7 @@ func (s *sender) upload(ctx context.Context, i int, art schema.DraftArtifact) (m
 	what := fmt.Sprintf("upload artifacts[%d] (%s)", i, name)
 	if isImage(data) && size <= maxImageUpload {
 		var key *string
-		err := s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+		err := s.call(ctx, what, uploadTimeout(size), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
 			req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
 				ImageType(larkim.CreateImageImageTypeMessage).Image(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
 			resp, err := s.api.Im.V1.Image.Create(ctx, req, tok)
@@ -418,7 +418,7 @@ func (s *sender) upload(ctx context.Context, i int, art schema.DraftArtifact) (m
 	}
 	ft := fileType(name, art.MimeType)
 	var key *string
-	err = s.call(ctx, what, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+	err = s.call(ctx, what, uploadTimeout(size), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
 		req := larkim.NewCreateFileReqBuilder().Body(larkim.NewCreateFileReqBodyBuilder().
 			FileType(ft).FileName(name).File(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
 		resp, err := s.api.Im.V1.File.Create(ctx, req, tok)
@@ -494,9 +494,16 @@ func fileType(name, mimeType string) string {
 	return "stream"
 }
 
+// callTimeout bounds a call that sends no file; an upload gets a second
+// more for every 64 KiB (uploadTimeout).
+const callTimeout = time.Minute
+
+func uploadTimeout(size int64) time.Duration { return callTimeout + time.Duration(size>>16)*time.Second }
+
 // call makes one API call with the tenant token, fetching the token again
-// once if Lark refuses it, and classifies what failed.
-func (s *sender) call(ctx context.Context, what string, do func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error)) error {
+// once if Lark refuses it, and classifies what failed. Each try is
+// bounded by timeout.
+func (s *sender) call(ctx context.Context, what string, timeout time.Duration, do func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error)) error {
 	for attempt := 0; ; attempt++ {
 		tok, err := s.a.tenantToken(ctx, attempt > 0)
 		if err != nil {
@@ -505,7 +512,10 @@ func (s *sender) call(ctx context.Context, what string, do func(ctx context.Cont
 			return fmt.Errorf("lark: %s: %w", what, err)
 		}
 		cctx, info := withCallInfo(ctx)
+		cctx, cancel := context.WithTimeout(cctx, timeout)
+		// The SDK has read the whole answer when do returns.
 		ce, err := do(cctx, larkcore.WithTenantAccessToken(tok))
+		cancel()
 		if err != nil {
 			return s.transportError(what, info, err)
 		}
