@@ -498,7 +498,9 @@ func fileType(name, mimeType string) string {
 // more for every 64 KiB (uploadTimeout).
 const callTimeout = time.Minute
 
-func uploadTimeout(size int64) time.Duration { return callTimeout + time.Duration(size>>16)*time.Second }
+func uploadTimeout(size int64) time.Duration {
+	return callTimeout + time.Duration(size>>16)*time.Second
+}
 
 // call makes one API call with the tenant token, fetching the token again
 // once if Lark refuses it, and classifies what failed. Each try is
