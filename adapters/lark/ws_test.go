@@ -23,6 +23,7 @@ import (
 	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/threading"
 )
 
 // The long connection's tests drive the SDK's ws client against larkfake
@@ -653,18 +654,26 @@ func wsLeaks() []string {
 }
 
 // On cancel Run returns nil, the connection is closed and no goroutine
-// of the client or the Source is left, handlings in flight included.
+// of the client or the Source is left: Run waits for a handling that
+// outlived its budget (here still normalising, as a download would) to
+// end.
 func TestWSCancel(t *testing.T) {
 	w := wsNew(t, larkfake.Options{}, "")
 	w.s.budget = 10 * time.Millisecond
-	sink := &wsSink{Sink: w.ws.Pipe, entered: make(chan string, 1), hold: make(chan struct{})}
+	entered, left, linger := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	w.r.normalize = func(ctx context.Context, ev event) (*adapters.Event, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		<-linger // slow to notice the cancel
+		left <- struct{}{}
+		return nil, ctx.Err()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.s.Run(ctx, sink) }()
+	go func() { done <- w.s.Run(ctx, w.ws.Pipe) }()
 	wsWaitPass(t, w.passes, "after connecting")
-	// A handling still in Deliver when Run is cancelled.
 	id := wsSend(t, w.fake, wsUserEvent("om_ws_cancel", "in flight", 1700000008000))
-	<-sink.entered
+	<-entered
 	if ack := wsAck(t, w.fake, id); ack.Code != 500 {
 		t.Fatalf("ack code %d", ack.Code)
 	}
@@ -672,6 +681,23 @@ func TestWSCancel(t *testing.T) {
 		t.Fatal("no goroutine of the client seen while running: the leak check sees nothing")
 	}
 	cancel()
+	// The client stops; Run must then wait for the handling.
+	testutil.WaitFor(t, wsGuard, "Run to return or to wait for the handling", func() bool {
+		if len(done) > 0 {
+			return true
+		}
+		for _, g := range wsLeaks() {
+			if strings.Contains(g, "(*wsSource).Run(") && strings.Contains(g, "sync.(*WaitGroup).Wait") &&
+				!strings.Contains(g, "oapi-sdk-go") {
+				return true
+			}
+		}
+		return false
+	})
+	if len(done) > 0 {
+		t.Fatal("Run returned while a handling was still under way")
+	}
+	close(linger)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -680,8 +706,66 @@ func TestWSCancel(t *testing.T) {
 	case <-time.After(wsGuard):
 		t.Fatal("Run did not return after cancel")
 	}
+	select {
+	case <-left:
+	default:
+		t.Fatal("Run returned while a handling was still under way")
+	}
 	testutil.WaitFor(t, wsGuard, "the fake to see the connection closed", func() bool { return w.fake.OpenConnections() == 0 })
 	if leaks := wsLeaks(); len(leaks) != 0 {
 		t.Fatalf("goroutines left after Run returned:\n%s", strings.Join(leaks, "\n\n"))
+	}
+}
+
+// Every corpus event with its envelope, sent over the long connection,
+// is acked 200 and makes its file; the header's token reaches no log.
+func TestWSCorpus(t *testing.T) {
+	dir := filepath.Join(testutil.CorpusDir(t), "chat", "lark", "events")
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	w := wsNew(t, larkfake.Options{}, "")
+	wsStart(t, w, w.ws.Pipe)
+	want := map[string]bool{}
+	var tokens []string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			Header *struct {
+				Token string `json:"token"`
+			} `json:"header"`
+			Event struct {
+				Message struct {
+					MessageID string `json:"message_id"`
+				} `json:"message"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal(data, &env); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if env.Header == nil {
+			continue // a body without its envelope: never sent over the long connection
+		}
+		tokens = append(tokens, env.Header.Token)
+		if ack := wsAck(t, w.fake, wsSend(t, w.fake, data)); ack.Code != 200 {
+			t.Errorf("%s: ack code %d", filepath.Base(p), ack.Code)
+		}
+		want[threading.LarkID(env.Event.Message.MessageID)] = true
+	}
+	if len(want) == 0 {
+		t.Fatalf("no event with an envelope in %s", dir)
+	}
+	got := wsFiles(t, w)
+	for _, id := range got {
+		delete(want, id)
+	}
+	if len(want) != 0 {
+		t.Errorf("no file for %v (files %v)", want, got)
+	}
+	for _, tok := range tokens {
+		if tok != "" && strings.Contains(w.log.String(), tok) {
+			t.Errorf("the event's token %q is in the log", tok)
+		}
 	}
 }
