@@ -414,6 +414,26 @@ func TestWebhookChallenge(t *testing.T) {
 	})
 }
 
+// New in webhook mode mounts this handler: the provider answers a
+// challenge with its token and refuses one without.
+func TestWebhookFromNew(t *testing.T) {
+	p, err := New(Options{Config: config.Lark{Enabled: true, Mode: "webhook", AppID: "cli_wh_new", AppSecret: "whAppSecretNew",
+		Domain: "http://127.0.0.1:1", VerificationToken: "whTokNew", EncryptKey: "whKeyNew"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Webhook == nil {
+		t.Fatal("webhook mode without a Webhook")
+	}
+	h := p.Webhook.Handler(&whNullSink{})
+	if code, resp := whDo(h, http.MethodPost, whJSON(), whSeal("whKeyNew", whChallenge("whTokNew", "from-new"))); code != http.StatusOK || whChallengeOf(t, resp) != "from-new" {
+		t.Errorf("challenge: %d %q", code, resp)
+	}
+	if code, _ := whDo(h, http.MethodPost, whJSON(), whSeal("whKeyNew", whChallenge("whTokOther", "from-new"))); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+}
+
 // A signed, encrypted message event is written through the pipeline,
 // with its sender's and chat's names and its image fetched from Lark.
 func TestWebhookSignedEventWritten(t *testing.T) {
