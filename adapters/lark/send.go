@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/google/uuid"
@@ -131,14 +132,21 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	if err != nil {
 		return adapters.Receipt{}, adapters.Permanent(err)
 	}
-	msgType, body, err := draftContent(d)
+	parts, err := draftContent(d)
 	if err != nil {
 		return adapters.Receipt{}, adapters.Permanent(err)
 	}
 	key := idempotencyKey(d)
 	var steps []step
-	if msgType != "" {
-		steps = append(steps, step{label: "text", uuid: key, art: -1, msgType: msgType, content: body})
+	for i, p := range parts {
+		st := step{label: "text", uuid: key, art: -1, msgType: p.msgType, content: p.content}
+		if len(parts) > 1 {
+			st.label = fmt.Sprintf("text %d/%d", i+1, len(parts))
+		}
+		if i > 0 {
+			st.uuid = key + "-t" + strconv.Itoa(i+1)
+		}
+		steps = append(steps, st)
 	}
 	for i := range d.Artifacts {
 		steps = append(steps, step{label: fmt.Sprintf("file %d/%d", i+1, len(d.Artifacts)), uuid: key + "-" + strconv.Itoa(i+1), art: i})
@@ -239,59 +247,178 @@ func checkDraft(d *schema.Draft) (target, error) {
 	return target{id: id, idType: idType}, nil
 }
 
-// draftContent returns the msg_type and content of the draft's words;
-// "" when it has none (attachments alone).
-func draftContent(d *schema.Draft) (msgType, body string, err error) {
+// part is one message of a draft's words.
+type part struct{ msgType, content string }
+
+// maxParts bounds the messages one draft's words make.
+const maxParts = 30
+
+// minSplit is the shortest text cut in two: no shorter one makes content
+// over Lark's bounds.
+const minSplit = 2 << 10
+
+// draftContent returns the messages of the draft's words, none when it
+// has none (attachments alone). Words Lark would refuse in one message
+// (a post over 30 KB, a text over 150 KB) go in several, cut between
+// paragraphs where it can, so that a long report is delivered whole, in
+// order, rather than refused.
+func draftContent(d *schema.Draft) ([]part, error) {
 	md := ""
 	switch d.EffectiveType() {
 	case schema.DraftCard:
 		b, err := json.Marshal(d.Content.Card)
 		if err != nil {
-			return "", "", fmt.Errorf("lark: content.card is not a JSON object: %v", err)
+			return nil, fmt.Errorf("lark: content.card is not a JSON object: %v", err)
 		}
 		if len(b) > maxRichContent {
-			return "", "", fmt.Errorf("lark: content.card is %d bytes of JSON, over the %d Lark takes in a card", len(b), maxRichContent)
+			return nil, fmt.Errorf("lark: content.card is %d bytes of JSON, over the %d Lark takes in a card", len(b), maxRichContent)
 		}
-		return "interactive", string(b), nil
+		return []part{{"interactive", string(b)}}, nil
 	case schema.DraftText:
-		return textContent(d.Text())
+		return fit(d.Text(), false, textContent)
 	case schema.DraftHTML:
 		if d.Content.Text != "" {
-			return textContent(string(d.Content.Text))
+			return fit(string(d.Content.Text), false, textContent)
 		}
+		var err error
 		md, err = htmltomarkdown.ConvertString(string(d.Content.HTML))
 		if err != nil {
-			return "", "", fmt.Errorf("lark: content.html: %v", err)
+			return nil, fmt.Errorf("lark: content.html: %v", err)
 		}
 	default:
 		md = d.Markdown()
 	}
-	if strings.TrimSpace(md) == "" {
-		return "", "", nil
+	return fit(md, true, func(s string) (part, error) {
+		t, c, err := content.FromMarkdown(s)
+		if err != nil && !errors.Is(err, content.ErrTooLarge) {
+			return part{}, fmt.Errorf("lark: the draft's Markdown: %v", err)
+		}
+		return part{t, string(c)}, err
+	})
+}
+
+// fit converts s into one message, or, when convert says it is too large
+// (content.ErrTooLarge), into the messages of its halves, recursively.
+func fit(s string, md bool, convert func(string) (part, error)) ([]part, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
 	}
-	t, c, err := content.FromMarkdown(md)
-	if errors.Is(err, content.ErrTooLarge) {
-		return "", "", fmt.Errorf("lark: the draft is too long for one Lark message (%d bytes of Markdown; Lark takes 150 KB of text, 30 KB of rich text): %v", len(md), err)
+	if len(s) > maxParts*maxTextContent {
+		// More than the parts could hold even as plain text.
+		return nil, fmt.Errorf("lark: the draft's words are %d bytes, more than %d Lark messages hold: shorten it, or send the rest as an attachment", len(s), maxParts)
 	}
-	if err != nil {
-		return "", "", fmt.Errorf("lark: the draft's Markdown: %v", err)
+	var out []part
+	tooMany := fmt.Errorf("lark: the draft's words make more than %d Lark messages: shorten it, or send the rest as an attachment", maxParts)
+	calls := 0
+	var walk func(s string) error
+	walk = func(s string) error {
+		if strings.TrimSpace(s) == "" {
+			return nil
+		}
+		// Each call converts what it is given: bounded, so that a huge
+		// draft costs a few passes over it, not one per part.
+		if calls++; calls > 4*maxParts {
+			return tooMany
+		}
+		p, err := convert(s)
+		switch {
+		case err == nil:
+			if len(out) >= maxParts {
+				return tooMany
+			}
+			out = append(out, p)
+			return nil
+		case !errors.Is(err, content.ErrTooLarge):
+			return err
+		case len(s) < minSplit:
+			return fmt.Errorf("lark: %d bytes of the draft make a message Lark refuses for its size (150 KB of text, 30 KB of rich text), and cannot be cut", len(s))
+		}
+		a, b := halve(s, md)
+		if err := walk(a); err != nil {
+			return err
+		}
+		return walk(b)
 	}
-	return t, string(c), nil
+	if err := walk(s); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // textContent is a text message of s, sent as typed.
-func textContent(s string) (string, string, error) {
-	if strings.TrimSpace(s) == "" {
-		return "", "", nil
-	}
+func textContent(s string) (part, error) {
 	b, err := json.Marshal(map[string]string{"text": s})
 	if err != nil {
-		return "", "", fmt.Errorf("lark: content.text: %v", err)
+		return part{}, fmt.Errorf("lark: content.text: %v", err)
 	}
 	if len(b) > maxTextContent {
-		return "", "", fmt.Errorf("lark: the text is %d bytes as Lark content, over the %d Lark takes in one message", len(b), maxTextContent)
+		return part{}, fmt.Errorf("%w: %d bytes of text content", content.ErrTooLarge, len(b))
 	}
-	return "text", string(b), nil
+	return part{"text", string(b)}, nil
+}
+
+// halve cuts s in two near its middle: at a paragraph break (a blank line
+// outside a code block), else at a line break, else inside a line. In
+// Markdown, a code block cut in two is closed and opened again, so that
+// each half reads right alone. Both halves are shorter than s.
+func halve(s string, md bool) (string, string) {
+	lo, hi, mid := len(s)/4, len(s)*3/4, len(s)/2
+	bestPara, bestLine := -1, -1
+	var lineFence string // the fence open at bestLine
+	fence := ""          // the opening line of the code block we are in
+	closeOf := func(open string) string {
+		t := strings.TrimLeft(open, " ")
+		n := len(t) - len(strings.TrimLeft(t, t[:1]))
+		return strings.Repeat(t[:1], n)
+	}
+	nearer := func(cand, best int) bool { return best < 0 || abs(cand-mid) < abs(best-mid) }
+	for off := 0; off < len(s); {
+		end := strings.IndexByte(s[off:], '\n')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += off + 1
+		}
+		line := strings.TrimRight(s[off:end], "\r\n")
+		if off >= lo && off <= hi {
+			if fence == "" && strings.TrimSpace(line) == "" && nearer(off, bestPara) {
+				bestPara = off
+			}
+			if off > 0 && nearer(off, bestLine) {
+				bestLine, lineFence = off, fence
+			}
+		}
+		if md {
+			t := strings.TrimLeft(line, " ")
+			switch {
+			case fence == "" && len(line)-len(t) <= 3 && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+				fence = line
+			case fence != "" && strings.HasPrefix(t, closeOf(fence)) && strings.TrimSpace(strings.TrimLeft(t, closeOf(fence)[:1])) == "":
+				fence = ""
+			}
+		}
+		off = end
+	}
+	switch {
+	case bestPara > 0:
+		return strings.TrimRight(s[:bestPara], "\r\n"), strings.TrimLeft(s[bestPara:], "\r\n")
+	case bestLine > 0 && lineFence != "" && len(lineFence) < len(s)/8:
+		return s[:bestLine] + closeOf(lineFence), lineFence + "\n" + s[bestLine:]
+	case bestLine > 0 && lineFence == "":
+		return s[:bestLine], s[bestLine:]
+	}
+	cut := mid
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], s[cut:]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // idempotencyKey is the draft's key, or, for a draft queued without a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -542,7 +543,8 @@ func TestSendRefusesBadDrafts(t *testing.T) {
 		{"empty", schema.Draft{To: schema.Recipients{"oc_team"}}, "no text and no attachment"},
 		{"empty file", schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{big}}, "empty"},
 		{"missing file", schema.Draft{To: schema.Recipients{"oc_team"}, Artifacts: []schema.DraftArtifact{{ID: "sha256:" + strings.Repeat("0", 64), Name: "gone.pdf"}}}, "gone.pdf"},
-		{"post too long", schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD(strings.Repeat("**bold** words\n\n", 3000))}, "too long"},
+		{"far too long", schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD(strings.Repeat("**bold** words\n\n", 25000))}, "more than 30 Lark messages"},
+		{"beyond any split", schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD(strings.Repeat("words\n\n", 700000))}, "more than 30 Lark messages hold"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.d.ID, c.d.Provider, c.d.IdempotencyKey = "lark_out_bad", schema.Lark, "0f3c6a2e-5d4b-4c1a-9e8f-7a6b5c4d3e2f"
@@ -723,5 +725,93 @@ func TestSendFileKinds(t *testing.T) {
 				t.Errorf("sent %+v; want one %s message naming %s", sent, c.msgType, ups[0].Key)
 			}
 		})
+	}
+}
+
+// TestSendLongSplit: words Lark would refuse in one message go in
+// several, in order, each within Lark's bounds, cut between paragraphs,
+// a code block cut in two closed and opened again, each with a uuid of
+// its own; a retry after the first part posts only the rest.
+func TestSendLongSplit(t *testing.T) {
+	e := sndSetup(t, nil)
+	var md strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&md, "Paragraph %d has **bold** words.\n\n", i)
+		if i == 700 {
+			md.WriteString("```go\n")
+			for j := range 800 {
+				fmt.Fprintf(&md, "x := %d // code line\n", j)
+			}
+			md.WriteString("```\n\n")
+		}
+	}
+	d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, Content: sndMD(md.String())}, nil)
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()
+	if len(sent) < 3 {
+		t.Fatalf("%d messages; want the draft in several", len(sent))
+	}
+	var all strings.Builder
+	codeParts := 0
+	for i, m := range sent {
+		want := d.IdempotencyKey
+		if i > 0 {
+			want = fmt.Sprintf("%s-t%d", d.IdempotencyKey, i+1)
+		}
+		if m.MsgType != "post" || len(m.Content) > maxRichContent || m.UUID != want {
+			t.Errorf("part %d: %s of %d bytes, uuid %s; want a post within %d, uuid %s", i, m.MsgType, len(m.Content), m.UUID, maxRichContent, want)
+		}
+		if strings.Contains(m.Content, `"code_block"`) {
+			codeParts++
+		}
+		all.WriteString(m.Content)
+	}
+	if codeParts < 2 {
+		t.Errorf("the code block is in %d parts; want it cut, each part a code block", codeParts)
+	}
+	// Every paragraph and code line, once, in order.
+	text := all.String()
+	at := 0
+	for i := range 1500 {
+		j := strings.Index(text[at:], fmt.Sprintf("Paragraph %d has ", i))
+		if j < 0 {
+			t.Fatalf("paragraph %d is missing or out of order", i)
+		}
+		at += j
+	}
+	if n := strings.Count(text, "// code line"); n != 800 {
+		t.Errorf("%d code lines sent; want 800", n)
+	}
+	if r.ProviderMessageID != sent[0].MessageID || len(r.Recipients) != len(sent) {
+		t.Errorf("receipt %+v; want the first part's id and every part", r)
+	}
+	// Given the first part as done, a retry posts the others only.
+	e2 := sndSetup(t, nil)
+	if _, err := e2.s.Send(context.Background(), &adapters.Attempt{Draft: d, Accepted: r.Recipients[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.fake.Sent(); len(got) != len(sent)-1 || got[0].UUID != sent[1].UUID {
+		t.Errorf("retry sent %d parts starting with uuid %s; want %d starting with %s", len(got), got[0].UUID, len(sent)-1, sent[1].UUID)
+	}
+	// Plain text over Lark's 150 KB goes as two texts.
+	long := strings.Repeat("a line of plain words\n", 8000)
+	d = sndDraft(t, schema.Draft{ID: "lark_out_long_text", To: schema.Recipients{"oc_team"}, Type: schema.DraftText, Content: schema.DraftContent{Text: schema.NullString(long)}}, nil)
+	before := len(e.fake.Sent())
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
+	var joined strings.Builder
+	for _, m := range e.fake.Sent()[before:] {
+		var v map[string]string
+		if err := json.Unmarshal([]byte(m.Content), &v); err != nil || m.MsgType != "text" {
+			t.Fatalf("%s %s: %v", m.MsgType, m.Content[:100], err)
+		}
+		joined.WriteString(v["text"])
+	}
+	if n := len(e.fake.Sent()) - before; n != 2 || joined.String() != long {
+		t.Errorf("%d texts, rejoined equal %v; want 2 that rejoin to the draft", n, joined.String() == long)
 	}
 }
