@@ -378,7 +378,11 @@ func (s *wsSource) onConnect(run *wsRun) {
 // it, and no pass starts again until a connection is back, so the gap is
 // read by a pass begun after the reconnect. Events of the new connection
 // (its reader starts before OnReconnected) find the chats already marked,
-// and move no checkpoint past the gap.
+// and move no checkpoint past the gap. (gap takes each chat's lock, held
+// only while an event of the chat is handed to the Sink: the reconnect
+// waits for those writes, not for downloads.) The brief's "gap on a
+// reconnect" is done here, at the loss, because a gap marked once the
+// new connection is up would come after its first events.
 func (s *wsSource) onDisconnect(run *wsRun) {
 	s.pmu.Lock()
 	s.connected = false

@@ -769,3 +769,43 @@ func TestWSCorpus(t *testing.T) {
 		}
 	}
 }
+
+// The SDK's log lines reach ours redacted, its debug lines (event
+// payloads, with the verification token) not at all; a config without
+// credentials fails Start naming the keys.
+func TestWSLogAndConfig(t *testing.T) {
+	w := wsNew(t, larkfake.Options{}, "")
+	secret := w.a.cfg.AppSecret.Reveal()
+	l := wsLogger{log: w.a.log, redact: w.s.redact}
+	l.Debug(context.Background(), "receive message, payload: {\"token\":\""+wsVerifToken+"\"} debug-marker")
+	l.Info(context.Background(), "info-marker", secret)
+	l.Warn(context.Background(), "warn-marker "+wsVerifToken)
+	l.Error(context.Background(), "error-marker ws-encrypt-key-0001")
+	text := w.log.String()
+	if strings.Contains(text, "debug-marker") {
+		t.Errorf("a debug line of the SDK was logged:\n%s", text)
+	}
+	for _, m := range []string{"info-marker", "warn-marker", "error-marker"} {
+		if !strings.Contains(text, m) {
+			t.Errorf("%s not logged:\n%s", m, text)
+		}
+	}
+	if n := strings.Count(text, "[redacted]"); n != 3 {
+		t.Errorf("%d secrets redacted, want 3:\n%s", n, text)
+	}
+
+	for _, cfg := range []config.Lark{{Enabled: true, AppID: testAppID, Domain: w.fake.URL()},
+		{Enabled: true, AppSecret: config.Secret(secret), Domain: w.fake.URL()}} {
+		a, err := newAdapter(cfg, config.Limits{}, w.ws.DZ, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = newWS(newReceiver(a)).Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "app_id and app_secret") {
+			t.Errorf("Start without credentials: %v", err)
+		}
+	}
+	if n := w.fake.Calls(larkfake.RouteWSEndpoint); n != 0 {
+		t.Errorf("%d endpoint calls without credentials", n)
+	}
+}
