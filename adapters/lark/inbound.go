@@ -154,6 +154,7 @@ type peek struct {
 		MessageID  string `json:"message_id"`
 		ChatID     string `json:"chat_id"`
 		CreateTime string `json:"create_time"`
+		ThreadID   string `json:"thread_id"`
 	} `json:"message"`
 }
 
@@ -209,6 +210,9 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 		cs.ms = ms
 	}
 	cs.delivered = max(cs.delivered, ms)
+	// The catch-up reads the threads active lately (a group's history
+	// lists a thread's root, not its replies).
+	r.replay.noteThread(chat, pk.Message.ThreadID, ms)
 	return nil
 }
 

@@ -1,12 +1,14 @@
 package lark
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +48,8 @@ type replayLimits struct {
 	chatPages    int // im/v1/chats pages per pass
 	chatPageSize int // chats per page (Lark's maximum is 100)
 	pages        int // im/v1/messages pages per pass, all chats together
-	perChat      int // im/v1/messages pages per chat per pass
+	perChat      int // im/v1/messages pages of a chat's container per pass
+	threadPages  int // im/v1/messages pages of one thread per pass
 	pageSize     int // messages per page (Lark's maximum is 50)
 	retries      int // 429s and 5xx retried per call
 	// backoff is the first wait after a 429 or a 5xx, doubled after each.
@@ -58,14 +61,19 @@ type replayLimits struct {
 // defaultReplayLimits: at most 50 pages of 100 chats (5,000 chats, half
 // of maxChats) and 1,000 pages of 50 messages (50,000 messages) a pass,
 // at most 20 pages (1,000 messages) of one chat, so that one busy chat
-// cannot use a pass for itself. A chat stopped at its bound keeps what was
+// cannot use a pass for itself; of each thread (a group's history lists
+// a thread's root, not its replies, so the threads are read on their own)
+// at most 5 pages, 250 replies since the position (more: the oldest are not
+// read, and a warning says so), of at most maxThreadsPerChat threads: a
+// chat's reading fits in one pass's budget, so every pass goes forward.
+// A chat stopped at its bound keeps what was
 // read (its checkpoint moves to the newest message read: everything
 // before it was read, in order); the next pass goes on from there, and a
 // pass stopped at the chat list's or the pass's bound goes on at the
 // first chat it did not finish. The window is 24 h: Lark keeps
 // retrying an event for 6 h, so a day back covers what a new install
 // could have been sent while it was being set up, and no more.
-var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 1000, perChat: 20, pageSize: 50,
+var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 1000, perChat: 20, threadPages: 5, pageSize: 50,
 	retries: 4, backoff: time.Second, window: 24 * time.Hour}
 
 // replayState is what passes remember between them. Its mutex is held
@@ -74,6 +82,10 @@ var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 
 type replayState struct {
 	mu     sync.Mutex
 	limits replayLimits // the zero value is defaultReplayLimits
+	// threads are the threads remembered (noteThread), under tmu: live
+	// events note theirs while a pass holds mu.
+	tmu     sync.Mutex
+	threads map[string]threadSeen
 	// done are the chats a round of passes finished: a pass after one
 	// that stopped at its bounds skips them, so that the chats early in
 	// the list cannot use every pass's budget and starve the rest.
@@ -170,7 +182,7 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 }
 
 // replayChat is a chat to catch up and the chat_type its events carry.
-type replayChat struct{ id, chatType string }
+type replayChat struct{ id, chatType, mode string }
 
 // replayChats are the chats to catch up, in a stable order: the group
 // chats im/v1/chats lists, then those the receiver knows (p2p chats).
@@ -183,7 +195,7 @@ func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []rep
 			return
 		}
 		seen[id] = true
-		out = append(out, replayChat{id: id, chatType: eventChatType(mode)})
+		out = append(out, replayChat{id: id, chatType: eventChatType(mode), mode: mode})
 	}
 	token := ""
 	for page := 0; ; page++ {
@@ -262,18 +274,13 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		from = time.Now().Add(-lim.window).UnixMilli()
 	}
 	newest := int64(0)
+	threads := map[string]bool{} // the threads whose roots were read
 	token := ""
+	bounded := false
 	for pages := 0; ; pages++ {
 		if pages >= lim.perChat || *budget <= 0 {
-			// What was read is durable, and everything before the newest
-			// read was read (the list is in create_time order): the next
-			// pass, or a restart, goes on from there.
-			if err := r.replayAdvance(ctx, sink, c.id, newest); err != nil {
-				return err
-			}
-			st.remember(c.id, newest)
-			r.a.log.Warn("lark: catch-up of a chat goes on in the next pass", "chat", c.id, "pages", pages)
-			return errPassIncomplete
+			bounded = true
+			break
 		}
 		*budget--
 		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id}, "start_time": {strconv.FormatInt(from/1000, 10)},
@@ -290,15 +297,13 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 			return fmt.Errorf("lark: catch-up of %s: %w", c.id, err)
 		}
 		for _, it := range data.Items {
-			ms, _ := strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64)
-			if ms > 0 && ms <= 1<<50 {
-				newest = max(newest, ms)
-			}
-			if it.Deleted || it.UpperMessageID != "" || (it.ChatID != "" && it.ChatID != c.id) {
-				continue // recalled; or not a message of this chat's own
-			}
-			if err := r.handle(ctx, sink, it.event(c.id, c.chatType)); err != nil {
+			ms, err := r.replayItem(ctx, sink, c, it)
+			if err != nil {
 				return err
+			}
+			newest = max(newest, ms)
+			if it.ThreadID != "" && len(threads) < maxThreadsPerChat {
+				threads[it.ThreadID] = true
 			}
 		}
 		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
@@ -306,8 +311,201 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		}
 		token = data.PageToken
 	}
+	if c.mode != "topic" {
+		// A group's chat container lists a thread's root, not its
+		// replies: the threads read are those whose roots were just read
+		// and those active lately (live or in earlier passes).
+		for _, t := range st.threadsOf(c.id, from-threadMemory.Milliseconds(), threads) {
+			ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim)
+			if err != nil {
+				return err
+			}
+			newest = max(newest, ms)
+		}
+	}
+	if bounded {
+		// What was read is durable, and everything before the newest
+		// read was read (the chat's list is in create_time order, and
+		// each thread was read back to the position): the next pass, or
+		// a restart, goes on from there.
+		if err := r.replayAdvance(ctx, sink, c.id, newest); err != nil {
+			return err
+		}
+		st.remember(c.id, newest)
+		r.a.log.Warn("lark: catch-up of a chat goes on in the next pass", "chat", c.id)
+		return errPassIncomplete
+	}
 	st.remember(c.id, max(newest, saved))
 	return r.caughtUpTo(ctx, sink, c.id, newest)
+}
+
+// replayItem hands one message read back to handle, unless it is recalled
+// or not the chat's own; ms is its create_time (0 when unreadable).
+func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayChat, it histItem) (ms int64, err error) {
+	ms, _ = strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64)
+	if ms <= 0 || ms > 1<<50 {
+		ms = 0
+	}
+	if it.Deleted || it.UpperMessageID != "" || (it.ChatID != "" && it.ChatID != c.id) {
+		return ms, nil // recalled; or not a message of this chat's own
+	}
+	if it.ThreadID != "" {
+		r.replay.noteThread(c.id, it.ThreadID, ms)
+	}
+	return ms, r.handle(ctx, sink, it.event(c.id, c.chatType))
+}
+
+// replayThread reads a thread's replies back to from (the thread
+// container has no time range: newest first, until older than from's
+// second), oldest handed over first. Past lim.threadPages the oldest
+// replies of the gap are not read, and a warning says so: a thread
+// anyone can fill must not hold up the chat for good. A thread Lark will
+// not list (deleted, no permission) is skipped.
+func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c replayChat, thread string, from int64, budget *int, lim replayLimits) (int64, error) {
+	floor := from / 1000 * 1000
+	var got []histItem
+	token := ""
+	complete := false
+	for pages := 0; pages < lim.threadPages; pages++ {
+		if *budget <= 0 {
+			// The pass's budget is spent: what was read is delivered
+			// below; the chat is read again from its position next pass.
+			break
+		}
+		*budget--
+		q := url.Values{"container_id_type": {"thread"}, "container_id": {thread}, "sort_type": {"ByCreateTimeDesc"},
+			"page_size": {strconv.Itoa(lim.pageSize)}}
+		if token != "" {
+			q.Set("page_token", token)
+		}
+		var data struct {
+			Items     []histItem `json:"items"`
+			HasMore   bool       `json:"has_more"`
+			PageToken string     `json:"page_token"`
+		}
+		err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim)
+		var ae *apiError
+		if errors.As(err, &ae) && !retryable(ae) {
+			r.a.log.Debug("lark: catch-up skips a thread Lark does not list", "chat", c.id, "thread", clip(thread, 128), "code", ae.Code)
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("lark: catch-up of thread %s in %s: %w", clip(thread, 128), c.id, err)
+		}
+		older := false
+		for _, it := range data.Items {
+			if ms, _ := strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64); ms > 0 && ms < floor {
+				older = true
+				break
+			}
+			got = append(got, it)
+		}
+		if older || !data.HasMore || data.PageToken == "" || data.PageToken == token {
+			complete = true
+			break
+		}
+		token = data.PageToken
+	}
+	newest := int64(0)
+	for i := len(got) - 1; i >= 0; i-- {
+		ms, err := r.replayItem(ctx, sink, c, got[i])
+		if err != nil {
+			return 0, err
+		}
+		newest = max(newest, ms)
+	}
+	switch {
+	case complete:
+	case *budget <= 0:
+		return newest, errPassIncomplete
+	default:
+		r.a.log.Warn("lark: a thread has more replies since the chat's position than a catch-up reads; the oldest are not read",
+			"chat", c.id, "thread", clip(thread, 128), "read", len(got))
+	}
+	return newest, nil
+}
+
+// Threads remembered, so that a reply posted during a gap in a thread
+// whose root is older than the chat's position is read: at most
+// maxThreads in all (a thread is an outsider's to start), those active in
+// the threadMemory before a chat's position, maxThreadsPerChat a chat a
+// pass, the most recently active first. In memory only: after a restart,
+// threads are known again as their messages arrive.
+const (
+	maxThreads        = 10000
+	maxThreadsPerChat = 50
+	threadMemory      = 7 * 24 * time.Hour
+)
+
+// threadIDs are Lark's thread ids (omt_...), as far as a map key and a
+// query need them.
+var threadIDs = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+type threadSeen struct {
+	chat string
+	last int64 // the newest create_time seen in it
+}
+
+// noteThread records that thread of chat was active at ms. Safe for
+// concurrent use (handle calls it for live events during a pass).
+func (s *replayState) noteThread(chat, thread string, ms int64) {
+	if !threadIDs.MatchString(thread) {
+		return
+	}
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if s.threads == nil {
+		s.threads = map[string]threadSeen{}
+	}
+	if t, ok := s.threads[thread]; ok {
+		s.threads[thread] = threadSeen{chat: t.chat, last: max(t.last, ms)}
+		return
+	}
+	if len(s.threads) >= maxThreads {
+		// Forget the least recently active half.
+		lasts := make([]int64, 0, len(s.threads))
+		for _, t := range s.threads {
+			lasts = append(lasts, t.last)
+		}
+		slices.Sort(lasts)
+		cut := lasts[len(lasts)/2]
+		for k, t := range s.threads {
+			if t.last <= cut {
+				delete(s.threads, k)
+			}
+		}
+	}
+	s.threads[thread] = threadSeen{chat: chat, last: ms}
+}
+
+// threadsOf are the threads of chat to read: those in read first, then
+// those active since since, the most recent first; maxThreadsPerChat at
+// most.
+func (s *replayState) threadsOf(chat string, since int64, read map[string]bool) []string {
+	out := make([]string, 0, len(read))
+	for t := range read {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	s.tmu.Lock()
+	var known []string
+	for t, seen := range s.threads {
+		if seen.chat == chat && seen.last >= since && !read[t] {
+			known = append(known, t)
+		}
+	}
+	slices.SortFunc(known, func(a, b string) int {
+		if c := cmp.Compare(s.threads[b].last, s.threads[a].last); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	s.tmu.Unlock()
+	out = append(out, known...)
+	if len(out) > maxThreadsPerChat {
+		out = out[:maxThreadsPerChat]
+	}
+	return out
 }
 
 // remember records where a pass read a chat up to.

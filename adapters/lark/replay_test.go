@@ -475,7 +475,7 @@ func TestReplayLiveDuringPass(t *testing.T) {
 
 // A message read from the list makes the same file as its live event,
 // but for provider_raw and the event id: a text with a mention in a
-// thread, a post with an image, a p2p message.
+// thread, a post with an image, a reply outside a thread, a p2p message.
 func TestReplayListItemIsTheEvent(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
@@ -491,6 +491,7 @@ func TestReplayListItemIsTheEvent(t *testing.T) {
 		{larkfake.Message{ChatID: "oc_team", Content: rpText("@_user_1 please look"), SenderID: "ou_ann", ParentID: root.MessageID, ThreadID: "omt_1",
 			Mentions: []larkfake.Mention{{Key: "@_user_1", ID: "ou_bob", IDType: "open_id", Name: "Bob"}}}, "group"},
 		{larkfake.Message{ChatID: "oc_team", MsgType: "post", Content: post, SenderID: "ou_bob"}, "group"},
+		{larkfake.Message{ChatID: "oc_team", Content: rpText("a quoted reply"), SenderID: "ou_bob", ParentID: root.MessageID}, "group"},
 		{larkfake.Message{ChatID: "oc_dm", Content: rpText("just us"), SenderID: "ou_bob"}, "p2p"},
 	}
 	for i, c := range cases {
@@ -507,7 +508,11 @@ func TestReplayListItemIsTheEvent(t *testing.T) {
 		var data struct {
 			Items []histItem `json:"items"`
 		}
-		if err := w.r.a.apiGet(ctx, "/open-apis/im/v1/messages?container_id_type=chat&container_id="+c.m.ChatID+"&sort_type=ByCreateTimeDesc&page_size=1", &data); err != nil {
+		container := "container_id_type=chat&container_id=" + c.m.ChatID
+		if c.m.ThreadID != "" {
+			container = "container_id_type=thread&container_id=" + c.m.ThreadID // a reply in a thread is listed there
+		}
+		if err := w.r.a.apiGet(ctx, "/open-apis/im/v1/messages?"+container+"&sort_type=ByCreateTimeDesc&page_size=1", &data); err != nil {
 			t.Fatal(err)
 		}
 		if len(data.Items) != 1 || data.Items[0].MessageID != c.m.MessageID {
@@ -786,5 +791,76 @@ func TestReplaySource(t *testing.T) {
 	}
 	if n := len(w2.files(t)); n != 120 {
 		t.Errorf("FetchOnce wrote %d files, want 120", n)
+	}
+}
+
+// A group's history lists a thread's root, not its replies: a reply
+// posted during the gap in a thread seen live, and the replies of a
+// thread started during the gap, are read from the thread; a topic chat
+// lists them itself. A thread with more replies than a pass reads of it
+// costs a bounded number of calls.
+func TestReplayThreads(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_topics", Name: "Topics", ChatMode: "topic"})
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	root1 := larkfake.Message{ChatID: "oc_team", Content: rpText("a thread"), SenderID: "ou_ann", ThreadID: "omt_one", CreateTime: base}
+	root1.MessageID = w.fake.AddMessage("oc_team", root1)
+	root1.MsgType = "text"
+	// Live: the thread's root, then a message after it (the position
+	// moves past the root, which the next pass's history then omits).
+	after := w.add("oc_team", "ou_ann", "later", base.Add(2*time.Second))
+	for _, m := range []larkfake.Message{root1, after} {
+		if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, m, "group")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.r.gap()
+	reply := func(chat, parent string, i int) string {
+		return w.fake.AddMessage(chat, larkfake.Message{ParentID: parent, Content: rpText(fmt.Sprint("reply ", i)), SenderID: "ou_bob", CreateTime: base.Add(time.Duration(i) * time.Second)})
+	}
+	want := []string{root1.MessageID, after.MessageID, reply("oc_team", root1.MessageID, 3)}
+	root2 := w.fake.AddMessage("oc_team", larkfake.Message{Content: rpText("a new thread"), SenderID: "ou_bob", ThreadID: "omt_two", CreateTime: base.Add(4 * time.Second)})
+	want = append(want, root2, reply("oc_team", root2, 5), reply("oc_team", root2, 6))
+	troot := w.fake.AddMessage("oc_topics", larkfake.Message{Content: rpText("a topic"), SenderID: "ou_ann", ThreadID: "omt_topic", CreateTime: base.Add(7 * time.Second)})
+	want = append(want, troot, reply("oc_topics", troot, 8))
+	slices.Sort(want)
+	calls := w.fake.Calls(larkfake.RouteList)
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.ids(t); !slices.Equal(got, want) {
+		t.Errorf("files %v,\nwant %v", got, want)
+	}
+	// oc_team: its history and its two threads; oc_topics: its history.
+	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 4 {
+		t.Errorf("%d list calls, want 4", n)
+	}
+	if got, want := w.checkpoint(t, "oc_team"), rpMillis(base.Add(6*time.Second)); got != want {
+		t.Errorf("checkpoint %s, want %s (the newest reply)", got, want)
+	}
+
+	// A thread filled during a gap: one pass reads threadPages pages of
+	// it, no more.
+	w.r.gap()
+	for i := range 10 {
+		reply("oc_team", root2, 10+i)
+	}
+	w.r.replay.limits.pageSize, w.r.replay.limits.threadPages = 2, 2
+	calls = w.fake.Calls(larkfake.RouteList)
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	// oc_team's history (1 page), thread one (1 page), thread two (2),
+	// oc_topics (1).
+	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 5 {
+		t.Errorf("%d list calls, want 5 (two pages of the full thread)", n)
+	}
+	if n := len(w.files(t)); n != len(want)+4 {
+		t.Errorf("%d files, want %d: the newest 4 replies of the thread", n, len(want)+4)
 	}
 }

@@ -24,7 +24,9 @@
 //     or reply with it answers the first message and makes none (Sent
 //     records new messages only, Calls every call). List (container chat
 //     or thread, start_time/end_time in seconds, sort_type, page_size up
-//     to 50, opaque page tokens bound to their query) and get, which
+//     to 50, opaque page tokens bound to their query; as Lark's, the chat
+//     container answers a thread's root but not its replies, except in a
+//     topic chat) and get, which
 //     answers a merge_forward message followed by its children (messages
 //     added with UpperMessageID, every level, with upper_message_id set;
 //     they are in no chat's history).
@@ -87,9 +89,7 @@
 // (the adapter is the server there), app_access_token and marketplace
 // apps, user tokens, scopes (every call is allowed; Fail gives 99991672),
 // edits and recalls through the API, the chat list's order by time, and
-// any route not listed (404). The chat container of list also answers
-// the replies in a thread, where Lark answers a normal group's thread
-// roots only (its replies are in the thread container). Codes Lark does not document for a case
+// any route not listed (404). Codes Lark does not document for a case
 // (an unknown chat or message: 230001; a resource not in the message:
 // 234003; an unknown user: 41050; bad ws credentials: 10014) follow what
 // Lark was reported to answer.

@@ -563,6 +563,12 @@ func (s *Server) list(_ http.ResponseWriter, r *http.Request, _ []byte) (any, er
 		if m.UpperMessageID != "" {
 			continue // a merge_forward's child is no message of the chat
 		}
+		if ctype == "chat" && m.ThreadID != "" && m.RootID != "" && s.chats[cid].ChatMode != "topic" {
+			// A reply in a thread: Lark's chat container answers a
+			// group's thread roots only (the replies are in the thread
+			// container).
+			continue
+		}
 		in := (ctype == "chat" && m.ChatID == cid) || (ctype == "thread" && m.ThreadID == cid)
 		sec := m.CreateTime.Unix()
 		if in && sec >= start && sec <= end {

@@ -1028,3 +1028,43 @@ func TestMergeForwardChildren(t *testing.T) {
 		t.Errorf("Messages: %d, want the merge_forward alone", len(h))
 	}
 }
+
+// The chat container lists a thread's root, not its replies (they are in
+// the thread container), except in a topic chat.
+func TestListThreadRepliesInTheThread(t *testing.T) {
+	f := larkfake.New(t, larkfake.Options{})
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	ids := func(resp *larkim.ListMessageResp) (out []string) {
+		for _, m := range resp.Data.Items {
+			out = append(out, *m.MessageId)
+		}
+		return out
+	}
+	c := newClient(f)
+	list := func(ctype, id string) []string {
+		t.Helper()
+		resp, err := c.Im.Message.List(ctx(t), larkim.NewListMessageReqBuilder().ContainerIdType(ctype).ContainerId(id).Build())
+		if err != nil || !resp.Success() {
+			t.Fatalf("list %s %s: %v %+v", ctype, id, err, resp)
+		}
+		return ids(resp)
+	}
+	for _, mode := range []string{"group", "topic"} {
+		chat := "oc_" + mode
+		f.AddChat(larkfake.Chat{ChatID: chat, ChatMode: mode})
+		thread := "omt_" + mode
+		root := f.AddMessage(chat, larkfake.Message{ThreadID: thread, CreateTime: at})
+		reply := f.AddMessage(chat, larkfake.Message{ParentID: root, CreateTime: at.Add(time.Second)})
+		plain := f.AddMessage(chat, larkfake.Message{CreateTime: at.Add(2 * time.Second)})
+		want := []string{root, plain}
+		if mode == "topic" {
+			want = []string{root, reply, plain}
+		}
+		if got := list("chat", chat); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s chat: listed %v, want %v", mode, got, want)
+		}
+		if got := list("thread", thread); strings.Join(got, ",") != root+","+reply {
+			t.Errorf("%s thread: listed %v, want the root and its reply", mode, got)
+		}
+	}
+}
