@@ -100,6 +100,7 @@ type whSink struct {
 	adapters.Sink
 	mu       sync.Mutex
 	fail     error         // returned by Deliver while set
+	failOnce error         // returned by the next Deliver only
 	hold     chan struct{} // Deliver waits for it to close (or ctx) while set
 	entered  chan struct{} // gets a value as a held Deliver starts
 	messages []string
@@ -108,6 +109,9 @@ type whSink struct {
 func (s *whSink) Deliver(ctx context.Context, evs ...adapters.Event) error {
 	s.mu.Lock()
 	fail, hold, entered := s.fail, s.hold, s.entered
+	if s.failOnce != nil {
+		fail, s.failOnce = s.failOnce, nil
+	}
 	s.mu.Unlock()
 	if hold != nil {
 		if entered != nil {
@@ -749,6 +753,42 @@ func TestWebhookRedelivery(t *testing.T) {
 	w.wh.flightMu.Unlock()
 	if n != 0 {
 		t.Errorf("%d flights left after the requests ended", n)
+	}
+}
+
+// A redelivery waiting on a first try that fails does not take its
+// failure for its own: it tries itself, and stores the message once.
+func TestWebhookRedeliveryAfterFailedTry(t *testing.T) {
+	w := whNew(t, "whTokRe2", "whKeyRe2")
+	w.wh.budget = time.Minute
+	hold := make(chan struct{})
+	w.sink.mu.Lock()
+	w.sink.hold, w.sink.entered, w.sink.failOnce = hold, make(chan struct{}, 4), fmt.Errorf("ingest: disk full")
+	w.sink.mu.Unlock()
+	msg := whMsg(w.token, "om_wh_retry", "second time lucky")
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	hdr1, b1 := w.sealed(msg)
+	wg.Go(func() { codes[0], _ = whDo(w.h, http.MethodPost, hdr1, b1) })
+	<-w.sink.entered
+	hdr2, b2 := w.sealed(msg)
+	wg.Go(func() { codes[1], _ = whDo(w.h, http.MethodPost, hdr2, b2) })
+	testutil.WaitFor(t, 5*time.Second, "the redelivery to wait on the first try", func() bool {
+		w.wh.flightMu.Lock()
+		defer w.wh.flightMu.Unlock()
+		f := w.wh.flights["m:om_wh_retry"]
+		return f != nil && f.waiters == 1
+	})
+	close(hold)
+	wg.Wait()
+	if codes[0] != http.StatusInternalServerError || codes[1] != http.StatusOK {
+		t.Errorf("statuses %v, want 500 for the failed try and 200 for the redelivery", codes)
+	}
+	if d := w.sink.delivered(); len(d) != 1 {
+		t.Errorf("deliveries %v, want one", d)
+	}
+	if ids := w.ids(t); len(ids) != 1 || ids[0] != "lark_om_wh_retry" {
+		t.Errorf("files %v, want the message once", ids)
 	}
 }
 
