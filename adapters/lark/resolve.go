@@ -92,9 +92,10 @@ func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.Res
 	if err := checkThread(d); err != nil {
 		return src.Errorf("thread_key", "%v", err)
 	}
-	if !validKey(d.IdempotencyKey) {
-		d.IdempotencyKey = uuid.NewString()
-	}
+	// New for every draft queued, whatever the file said: a key copied
+	// from another draft would make Lark answer that draft's message
+	// and send nothing.
+	d.IdempotencyKey = uuid.NewString()
 	return nil
 }
 
