@@ -864,3 +864,59 @@ func TestReplayThreads(t *testing.T) {
 		t.Errorf("%d files, want %d: the newest 4 replies of the thread", n, len(want)+4)
 	}
 }
+
+// Each real event of the corpus whose ids Lark would answer (the redacted
+// ones have none) is put in the fake's history; read back through the
+// list it makes the same file as the event, but for provider_raw and the
+// event id.
+func TestReplayCorpusEventsFromTheList(t *testing.T) {
+	dir := filepath.Join(testutil.CorpusDir(t), "chat", "lark", "events")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	ctx := context.Background()
+	checked := 0
+	for _, f := range files {
+		w := rpNew(t)
+		ev := readEvent(t, f)
+		var b body
+		if err := json.Unmarshal(ev.Event, &b); err != nil {
+			t.Fatal(err)
+		}
+		m := b.Message
+		if !ids.MatchString(m.ChatID) || !ids.MatchString(m.MessageID) || !ids.MatchString(b.Sender.SenderID.OpenID) {
+			continue // redacted
+		}
+		mode := map[string]string{"p2p": "p2p"}[m.ChatType]
+		w.fake.AddChat(larkfake.Chat{ChatID: m.ChatID, Name: "Corpus", ChatMode: mode})
+		ms, _ := strconv.ParseInt(m.CreateTime, 10, 64)
+		fm := larkfake.Message{MessageID: m.MessageID, RootID: m.RootID, ParentID: m.ParentID, ThreadID: m.ThreadID,
+			MsgType: m.MessageType, Content: m.Content, CreateTime: time.UnixMilli(ms), SenderID: b.Sender.SenderID.OpenID, SenderType: b.Sender.SenderType}
+		for _, x := range m.Mentions {
+			fm.Mentions = append(fm.Mentions, larkfake.Mention{Key: x.Key, ID: x.ID.OpenID, IDType: "open_id", Name: x.Name})
+		}
+		w.fake.AddMessage(m.ChatID, fm)
+		var data struct {
+			Items []histItem `json:"items"`
+		}
+		if err := w.r.a.apiGet(ctx, fmt.Sprintf("/open-apis/im/v1/messages?container_id_type=chat&container_id=%s&start_time=%d&sort_type=ByCreateTimeAsc", m.ChatID, ms/1000), &data); err != nil {
+			t.Fatal(err)
+		}
+		if len(data.Items) != 1 {
+			t.Fatalf("%s: listed %d items", filepath.Base(f), len(data.Items))
+		}
+		fromList, err := w.r.a.normalize(ctx, data.Items[0].event(m.ChatID, eventChatType(mode)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromEvent, err := w.r.a.normalize(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := rpComparable(t, fromList), rpComparable(t, fromEvent); !bytes.Equal(got, want) {
+			t.Errorf("%s: the file from the list differs from the event's:\n%s", filepath.Base(f), testutil.LineDiff(string(want), string(got)))
+		}
+		checked++
+	}
+	if checked < 2 {
+		t.Errorf("only %d corpus events compared", checked)
+	}
+}
