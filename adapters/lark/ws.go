@@ -380,9 +380,9 @@ func (s *wsSource) onConnect(run *wsRun) {
 // (its reader starts before OnReconnected) find the chats already marked,
 // and move no checkpoint past the gap. (gap takes each chat's lock, held
 // only while an event of the chat is handed to the Sink: the reconnect
-// waits for those writes, not for downloads.) The brief's "gap on a
-// reconnect" is done here, at the loss, because a gap marked once the
-// new connection is up would come after its first events.
+// waits for those writes, not for downloads.) The gap is marked at the
+// loss rather than at the reconnect because one marked once the new
+// connection is up would come after its first events.
 func (s *wsSource) onDisconnect(run *wsRun) {
 	s.pmu.Lock()
 	s.connected = false

@@ -327,16 +327,25 @@ func TestWSRedelivery(t *testing.T) {
 }
 
 // An event that cannot be stored is answered 500 (Lark redelivers it),
-// /health says why, and the next delivery of it stores it.
+// /health says why, a catch-up pass follows, and the next delivery of it
+// stores it.
 func TestWSHandlerErrorNotAcked(t *testing.T) {
 	w := wsNew(t, larkfake.Options{}, "")
 	sink := &wsSink{Sink: w.ws.Pipe}
 	sink.setFail(errors.New("ingest: disk full"))
 	wsStart(t, w, sink)
+	wsWaitPass(t, w.passes, "after connecting")
+	gaps := wsGaps(w.r)
 	body := wsUserEvent("om_ws_fail", "later", 1700000002000)
 	if ack := wsAck(t, w.fake, wsSend(t, w.fake, body)); ack.Code != 500 {
 		t.Fatalf("ack code %d for an event not stored, want 500", ack.Code)
 	}
+	// Lark retries four times only: the failure is a gap the catch-up
+	// reads again.
+	if g := wsGaps(w.r); g <= gaps {
+		t.Errorf("gaps %d after a failed event, want more than %d", g, gaps)
+	}
+	wsWaitPass(t, w.passes, "after the failed event")
 	if h := w.a.health.Health(); !strings.Contains(h.LastError, "disk full") || h.Status != adapters.StatusError {
 		t.Errorf("health %+v, want the failure", h)
 	}
