@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -814,4 +815,40 @@ func TestSendLongSplit(t *testing.T) {
 	if n := len(e.fake.Sent()) - before; n != 2 || joined.String() != long {
 		t.Errorf("%d texts, rejoined equal %v; want 2 that rejoin to the draft", n, joined.String() == long)
 	}
+}
+
+// TestSendSDKPlumbing: the SDK's log lines reach the adapter's log with
+// the token and the secret cut out, and its HTTP client sends nothing to
+// another host than the configured one.
+func TestSendSDKPlumbing(t *testing.T) {
+	e := sndSetup(t, nil)
+	tok, err := e.a.tenantToken(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	e.a.log = slog.New(slog.NewTextHandler(&sndSyncWriter{w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l := sdkLogger{a: e.a}
+	l.Warn(context.Background(), "request failed, token ", tok, " secret ", e.secret)
+	l.Debug(context.Background(), "req:", "Bearer "+tok)
+	if out := buf.String(); strings.Contains(out, tok) || strings.Contains(out, e.secret) || strings.Count(out, "[redacted]") != 3 {
+		t.Errorf("log %q; want the token and the secret redacted", out)
+	}
+	h := &sdkHTTP{a: e.a, c: untimed(e.a.apiClient())}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/open-apis/im/v1/messages", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if _, err := h.Do(req); err == nil || !strings.Contains(err.Error(), "another host") {
+		t.Errorf("a call to another host: %v; want it refused", err)
+	}
+}
+
+type sndSyncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *sndSyncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
