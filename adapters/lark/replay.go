@@ -90,6 +90,13 @@ type replayState struct {
 	// that stopped at its bounds skips them, so that the chats early in
 	// the list cannot use every pass's budget and starve the rest.
 	done map[string]bool
+	// chatToken is where the chat list goes on when a pass stopped at
+	// its bound ("" at the start of a round).
+	chatToken string
+	// roundBegun is the gap count (passStart) when the round began: a
+	// gap since starts the round anew, and the round's end marks the
+	// receiver live only if there was none.
+	roundBegun uint64
 	// passedTo is, per chat, the newest create_time the last pass read.
 	// A live event may have moved the checkpoint past a message that
 	// never arrived (a webhook delivery that failed while later ones were
@@ -121,7 +128,11 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	lim := st.lim()
-	begun := r.passStart()
+	if begun := r.passStart(); (st.done == nil && st.chatToken == "") || begun != st.roundBegun {
+		// A new round; or a gap since this one began, which the chats it
+		// finished may have missed: a new round too.
+		st.done, st.chatToken, st.roundBegun = nil, "", begun
+	}
 	// Credentials Lark refuses fail the pass at once, not after every
 	// call's retries.
 	if _, err := r.a.tenantToken(ctx, false); err != nil {
@@ -174,9 +185,9 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 	}
 	// The round is over: read whole, or failed (the next pass starts a
 	// round anew).
-	st.done = nil
+	st.done, st.chatToken = nil, ""
 	if len(errs) == 0 {
-		r.passDone(begun)
+		r.passDone(st.roundBegun)
 	}
 	return errors.Join(errs...)
 }
@@ -185,9 +196,11 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 type replayChat struct{ id, chatType, mode string }
 
 // replayChats are the chats to catch up, in a stable order: the group
-// chats im/v1/chats lists, then those the receiver knows (p2p chats).
-// listed is false when the list stopped at its bound or failed; err is
-// the list's failure, which leaves the known chats to catch up.
+// chats im/v1/chats lists (from where the last pass of the round stopped
+// listing), then those the receiver knows (p2p chats, and those listed
+// by earlier passes of the round). listed is false when the list stopped
+// at its bound or failed; err is the list's failure, which leaves the
+// known chats to catch up.
 func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []replayChat, listed bool, err error) {
 	seen := map[string]bool{}
 	add := func(id, mode string) {
@@ -197,10 +210,12 @@ func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []rep
 		seen[id] = true
 		out = append(out, replayChat{id: id, chatType: eventChatType(mode), mode: mode})
 	}
-	token := ""
+	st := &r.replay
+	token := st.chatToken
 	for page := 0; ; page++ {
 		if page >= lim.chatPages {
-			r.a.log.Warn("lark: catch-up lists at most this many chats a pass; the rest are read in the next", "chats", len(out))
+			st.chatToken = token
+			r.a.log.Warn("lark: catch-up lists at most this many chats a pass; the rest are listed in the next", "chats", len(out))
 			break
 		}
 		q := url.Values{"page_size": {strconv.Itoa(lim.chatPageSize)}, "sort_type": {"ByCreateTimeAsc"}}
@@ -215,7 +230,16 @@ func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []rep
 			HasMore   bool   `json:"has_more"`
 			PageToken string `json:"page_token"`
 		}
-		if err = r.replayGet(ctx, "/open-apis/im/v1/chats?"+q.Encode(), &data, lim); err != nil {
+		err = r.replayGet(ctx, "/open-apis/im/v1/chats?"+q.Encode(), &data, lim)
+		var ae *apiError
+		if token != "" && errors.As(err, &ae) && !retryable(ae) {
+			// A page token Lark no longer takes (they expire): the list
+			// starts over; the chats done in the round are skipped.
+			token, st.chatToken = "", ""
+			page--
+			continue
+		}
+		if err != nil {
 			err = fmt.Errorf("lark: catch-up: list the chats: %w", err)
 			break
 		}
@@ -224,6 +248,7 @@ func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []rep
 		}
 		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
 			listed = true
+			st.chatToken = ""
 			break
 		}
 		token = data.PageToken

@@ -920,3 +920,55 @@ func TestReplayCorpusEventsFromTheList(t *testing.T) {
 		t.Errorf("only %d corpus events compared", checked)
 	}
 }
+
+// The chat list is bounded per pass: the next pass lists on from where the
+// last stopped (not from the start), skipping the chats done; the round's
+// last pass marks the receiver live. A gap during a round starts it anew:
+// the chats it had done are read again.
+func TestReplayChatListResumes(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var chats []string
+	for i := range 5 {
+		id := fmt.Sprintf("oc_c%d", i)
+		w.fake.AddChat(larkfake.Chat{ChatID: id, Name: id})
+		w.add(id, "ou_ann", "in "+id, base)
+		chats = append(chats, id)
+	}
+	w.r.replay.limits.chatPages, w.r.replay.limits.chatPageSize = 1, 2
+	for pass, wantFiles := range []int{2, 4} {
+		if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+			t.Fatalf("pass %d: %v, want errPassIncomplete", pass, err)
+		}
+		if n := len(w.files(t)); n != wantFiles {
+			t.Errorf("pass %d: %d files, want %d", pass, n, wantFiles)
+		}
+	}
+	lists := w.fake.Calls(larkfake.RouteList)
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatalf("the round's last pass: %v", err)
+	}
+	if n := len(w.files(t)); n != 5 || !w.r.live {
+		t.Errorf("after the round: %d files, live %v", n, w.r.live)
+	}
+	if n := w.fake.Calls(larkfake.RouteChats); n != 3 {
+		t.Errorf("%d chat list calls for 3 passes, want 3 (each goes on from the last)", n)
+	}
+	if n := w.fake.Calls(larkfake.RouteList) - lists; n != 1 {
+		t.Errorf("the last pass read %d chats' histories, want 1 (the others were done)", n)
+	}
+
+	// A gap during a round: the next pass starts a new round.
+	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+		t.Fatalf("a new round's first pass: %v", err)
+	}
+	w.r.gap()
+	late := w.add(chats[0], "ou_bob", "after the gap", base.Add(time.Minute))
+	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+		t.Fatalf("after the gap: %v", err)
+	}
+	if w.files(t)["lark_"+late.MessageID] == nil {
+		t.Error("a chat done before the gap was not read again after it")
+	}
+}
