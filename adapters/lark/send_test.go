@@ -852,3 +852,39 @@ func (s *sndSyncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// TestSendConcurrent: drafts sent at once share the client and the token
+// without a race, each its own message; a rate limit on one call is that
+// call's alone (each call records its own answer).
+func TestSendConcurrent(t *testing.T) {
+	e := sndSetup(t, nil)
+	e.fake.Fail(larkfake.RouteCreate, larkfake.Failure{Status: http.StatusTooManyRequests, RetryAfter: 9})
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		d := sndDraft(t, schema.Draft{ID: fmt.Sprintf("lark_out_c%d", i), To: schema.Recipients{"oc_team"}, Content: sndMD(fmt.Sprintf("message %d", i))}, nil)
+		go func() {
+			_, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+			errs <- err
+		}()
+	}
+	limited := 0
+	for range n {
+		err := <-errs
+		switch ra, _ := adapters.RetryAfter(err); {
+		case err == nil:
+		case ra == 9*time.Second:
+			limited++
+		default:
+			t.Errorf("send: %v", err)
+		}
+	}
+	sent := e.fake.Sent()
+	uuids := map[string]bool{}
+	for _, m := range sent {
+		uuids[m.UUID] = true
+	}
+	if limited != 1 || len(sent) != n-1 || len(uuids) != n-1 {
+		t.Errorf("%d rate limited, %d sent with %d uuids; want 1, %d, %d", limited, len(sent), len(uuids), n-1, n-1)
+	}
+}
