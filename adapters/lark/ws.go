@@ -101,7 +101,6 @@ type wsSource struct {
 	// Source makes, as it makes it.
 	observe func(adapters.Health)
 
-	runs       atomic.Int64 // Runs begun
 	connects   atomic.Int64 // connections made, over every Run
 	reconnects atomic.Int64 // connections after the first
 
@@ -261,7 +260,7 @@ func (s *wsSource) redact(str string) string {
 
 // wsRun is what one Run shares with its handlers.
 type wsRun struct {
-	ctx  context.Context // Run's: the handling of an event lives as long
+	ctx  context.Context // Run's: a handling lives as long as Run, past its frame's budget
 	sink adapters.Sink
 	kick chan struct{} // a catch-up pass is wanted
 	sem  chan struct{} // a slot per event in handling
@@ -290,7 +289,6 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 	// failed one) is a gap until a catch-up read it. The first Run's
 	// chats start not caught up anyway.
 	s.r.gap()
-	s.runs.Add(1)
 	s.setHealth(adapters.StatusConnecting, "")
 
 	rctx, cancel := context.WithCancel(ctx)
