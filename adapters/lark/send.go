@@ -82,17 +82,19 @@ func (a *Adapter) outbound(p *adapters.Provider) {
 }
 
 // sender is the Lark Sender. A draft is one or more steps, each a message
-// in Lark: its words (text, post or card), then each attachment as an
-// image, file or audio message, in the same chat and, for a reply, in
-// reply to the same parent, so that they land in the same thread. Every
-// step sends a uuid of its own derived from the draft's idempotency key
-// (the key for the words, key-1, key-2... for the attachments), the same
-// on every attempt: Lark makes one message of the calls that share a
-// uuid within an hour, so a retry after a timeout or a crash does not
-// post a step twice. Each step done is also reported to the engine as an
-// accepted "recipient" ("oc_… text", "om_… file 2/3"), through
-// Attempt.Progress at once and a PartialError when a later step fails, so
-// that the next attempt, even past Lark's hour, does only the steps left.
+// in Lark: its words (text, post or card; several parts when Lark would
+// refuse them in one), then each attachment as an image, file, audio or
+// video message, in the same chat and, for a reply, in reply to the same
+// parent, so that they land in the same thread. Every step sends a uuid
+// of its own derived from the draft's idempotency key (the key for the
+// words, key-t2, key-t3... for their further parts, key-1, key-2... for
+// the attachments), the same on every attempt: Lark makes one message of
+// the calls that share a uuid within an hour, so a retry after a timeout
+// or a crash does not post a step twice. Each step done is also reported
+// to the engine as an accepted "recipient" ("oc_… text", "om_… file
+// 2/3"), through Attempt.Progress at once and a PartialError when a
+// later step fails, so that the next attempt, even past Lark's hour,
+// does only the steps left.
 type sender struct {
 	a   *Adapter
 	api *lark.Client
@@ -102,7 +104,7 @@ var _ adapters.Sender = (*sender)(nil)
 
 // step is one message of a draft.
 type step struct {
-	label   string // "text", "file 1/2": unique within the draft
+	label   string // "text", "text 2/3", "file 1/2": unique within the draft
 	uuid    string
 	art     int // the artifact's index; -1 for the words
 	msgType string
