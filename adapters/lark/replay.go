@@ -570,14 +570,18 @@ func retryable(ae *apiError) bool {
 	return ae.Code == codeRateLimited || ae.Status == http.StatusTooManyRequests || ae.Status >= 500
 }
 
-// replayGet is apiGet that waits out a 429 or a 5xx, lim.retries times at
-// most, the wait doubling from lim.backoff.
+// replayGet is apiGet that waits out Lark's rate limit or failure (a 429,
+// a 5xx in Lark's JSON) lim.retries times at most, the wait doubling
+// from lim.backoff. Any other failure (the network, a gateway's page, an
+// answer not as documented) is tried once more: the next pass reads again
+// whatever this one could not.
 func (r *receiver) replayGet(ctx context.Context, path string, out any, lim replayLimits) error {
 	wait := lim.backoff
 	for i := 0; ; i++ {
 		err := r.a.apiGet(ctx, path, out)
 		var ae *apiError
-		if err == nil || i >= lim.retries || !adapters.IsTemporary(err) || (errors.As(err, &ae) && !retryable(ae)) {
+		isAPI := errors.As(err, &ae)
+		if err == nil || i >= lim.retries || (isAPI && !retryable(ae)) || (!isAPI && i >= 1) {
 			return err
 		}
 		t := time.NewTimer(wait)

@@ -688,8 +688,8 @@ func TestReplayMergeForwardFailures(t *testing.T) {
 
 // A chat Lark will not let the app read (230002) is skipped, not fatal; a
 // 429 is waited out; an expired token is renewed; a chat whose reading
-// keeps failing (500s) is an error, its checkpoint unmoved, the pass not
-// complete.
+// keeps failing (429s past the retries, a gateway's 502s) is an error,
+// its checkpoint unmoved, the pass not complete.
 func TestReplayChatErrors(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
@@ -736,7 +736,7 @@ func TestReplayChatErrors(t *testing.T) {
 	w2 := rpNew(t)
 	w2.fake.AddChat(larkfake.Chat{ChatID: "oc_down", Name: "down"})
 	w2.add("oc_down", "ou_ann", "unreachable", base)
-	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 500, Times: w2.r.replay.limits.retries + 1})
+	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 429, Times: w2.r.replay.limits.retries + 1})
 	err = w2.r.catchUp(ctx, w2.ws.Pipe)
 	if err == nil || !strings.HasPrefix(err.Error(), "lark: ") || !strings.Contains(err.Error(), "oc_down") {
 		t.Errorf("a chat always failing: %v, want an error naming it", err)
@@ -747,8 +747,18 @@ func TestReplayChatErrors(t *testing.T) {
 	if w2.checkpoint(t, "oc_down") != "" || w2.r.live {
 		t.Error("a failed chat moved its checkpoint or completed the pass")
 	}
+	// A gateway's 503 (not Lark's JSON) is tried once more.
+	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 503})
 	if err := w2.r.catchUp(ctx, w2.ws.Pipe); err != nil || len(w2.files(t)) != 1 {
 		t.Errorf("the next pass: %v, %d files", err, len(w2.files(t)))
+	}
+	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 502, Times: 10})
+	before := w2.fake.Calls(larkfake.RouteList)
+	if err := w2.r.catchUp(ctx, w2.ws.Pipe); err == nil {
+		t.Error("a gateway failing: no error")
+	}
+	if n := w2.fake.Calls(larkfake.RouteList) - before; n != 2 {
+		t.Errorf("%d calls through a failing gateway, want 2", n)
 	}
 }
 
