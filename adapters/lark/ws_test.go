@@ -818,3 +818,21 @@ func TestWSLogAndConfig(t *testing.T) {
 		t.Errorf("%d endpoint calls without credentials", n)
 	}
 }
+
+// A Lark that is busy when the service starts does not fail the start:
+// /health says why and Run connects once Lark answers.
+func TestWSStartBusy(t *testing.T) {
+	w := wsNew(t, larkfake.Options{}, "")
+	w.fake.Fail(larkfake.RouteWSEndpoint, larkfake.Failure{Status: 503})
+	if err := w.s.Start(context.Background()); err != nil {
+		t.Fatalf("Start with Lark busy: %v", err)
+	}
+	if h := w.a.health.Health(); h.Status != adapters.StatusError || !strings.Contains(h.LastError, "503") {
+		t.Errorf("health %+v, want the 503", h)
+	}
+	wsStart(t, w, w.ws.Pipe)
+	wsWaitPass(t, w.passes, "once connected")
+	if h := w.a.health.Health(); h.Status != adapters.StatusConnected {
+		t.Errorf("health %+v once connected", h)
+	}
+}
