@@ -347,8 +347,29 @@ func fit(s string, md bool, convert func(string) (part, error)) ([]part, error) 
 	return out, nil
 }
 
-// textContent is a text message of s, sent as typed.
+// textContent is a message of s, sent as typed: a text message, or, when
+// s holds a "<", a post of its lines as plain text elements, since a
+// text message reads <at user_id="all"> as a mention of everyone (words
+// an agent quotes from anyone must not ping a chat).
 func textContent(s string) (part, error) {
+	if strings.Contains(s, "<") {
+		lines := [][]map[string]string{}
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimRight(l, "\r"); l == "" {
+				lines = append(lines, []map[string]string{})
+				continue
+			}
+			lines = append(lines, []map[string]string{{"tag": "text", "text": l}})
+		}
+		b, err := json.Marshal(map[string]any{"zh_cn": map[string]any{"content": lines}})
+		if err != nil {
+			return part{}, fmt.Errorf("lark: content.text: %v", err)
+		}
+		if len(b) > maxRichContent {
+			return part{}, fmt.Errorf("%w: %d bytes of post content", content.ErrTooLarge, len(b))
+		}
+		return part{"post", string(b)}, nil
+	}
 	b, err := json.Marshal(map[string]string{"text": s})
 	if err != nil {
 		return part{}, fmt.Errorf("lark: content.text: %v", err)

@@ -191,6 +191,20 @@ func TestSendTextAndCard(t *testing.T) {
 	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
+	// Plain text that holds a "<" goes as a post of text elements: a
+	// text message would read <at user_id="all"> as a mention of all.
+	at := "quoting: <at user_id=\"all\">everyone</at>\n\nend"
+	d = sndDraft(t, schema.Draft{ID: "lark_out_at", To: schema.Recipients{"oc_team"}, Type: schema.DraftText, Content: schema.DraftContent{Text: schema.NullString(at)}}, nil)
+	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
+		t.Fatal(err)
+	}
+	var post map[string]struct {
+		Content [][]map[string]string `json:"content"`
+	}
+	if m := e.fake.Sent()[1]; m.MsgType != "post" || json.Unmarshal([]byte(m.Content), &post) != nil ||
+		len(post["zh_cn"].Content) != 3 || post["zh_cn"].Content[0][0]["tag"] != "text" || post["zh_cn"].Content[0][0]["text"] != "quoting: <at user_id=\"all\">everyone</at>" {
+		t.Errorf("text with <at> sent as %s %s; want a post of its three lines as text elements", m.MsgType, m.Content)
+	}
 	card := map[string]any{"header": map[string]any{"title": map[string]any{"tag": "plain_text", "content": "Deploy?"}},
 		"elements": []any{map[string]any{"tag": "markdown", "content": "**prod** at 5pm"}}}
 	d = sndDraft(t, schema.Draft{ID: "lark_out_card", To: schema.Recipients{"oc_team"}, Content: schema.DraftContent{Card: card}}, nil)
@@ -201,7 +215,7 @@ func TestSendTextAndCard(t *testing.T) {
 	if _, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d}); err != nil {
 		t.Fatal(err)
 	}
-	sent := e.fake.Sent()
+	sent := slices.Delete(e.fake.Sent(), 1, 2) // the <at> text, checked above
 	if len(sent) != 3 {
 		t.Fatalf("the fake made %d messages, want 3", len(sent))
 	}
