@@ -97,6 +97,12 @@ type replayState struct {
 	// gap since starts the round anew, and the round's end marks the
 	// receiver live only if there was none.
 	roundBegun uint64
+	// fails counts, per message_id, the passes whose handle of it failed
+	// (a resource or a forward Lark keeps failing to serve); at
+	// maxItemFailures the next try writes it without what failed
+	// (finalTry), so that one message cannot hold up its chat for good.
+	// Bounded by maxChats.
+	fails map[string]int
 	// passedTo is, per chat, the newest create_time the last pass read.
 	// A live event may have moved the checkpoint past a message that
 	// never arrived (a webhook delivery that failed while later ones were
@@ -299,6 +305,7 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		from = time.Now().Add(-lim.window).UnixMilli()
 	}
 	newest := int64(0)
+	var fail itemFailure
 	threads := map[string]bool{} // the threads whose roots were read
 	token := ""
 	bounded := false
@@ -324,7 +331,10 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		for _, it := range data.Items {
 			ms, err := r.replayItem(ctx, sink, c, it)
 			if err != nil {
-				return err
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				fail.note(ms, err)
 			}
 			newest = max(newest, ms)
 			if it.ThreadID != "" && len(threads) < maxThreadsPerChat {
@@ -341,12 +351,22 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		// replies: the threads read are those whose roots were just read
 		// and those active lately (live or in earlier passes).
 		for _, t := range st.threadsOf(c.id, from-threadMemory.Milliseconds(), threads) {
-			ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim)
+			ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim, &fail)
 			if err != nil {
 				return err
 			}
 			newest = max(newest, ms)
 		}
+	}
+	if fail.err != nil {
+		// The messages after the one that failed are in; the position
+		// stays before it, which the next pass reads again.
+		if fail.ms > 0 {
+			if err := r.replayAdvance(ctx, sink, c.id, min(newest, fail.ms-1)); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("lark: catch-up of %s: %w", c.id, fail.err)
 	}
 	if bounded {
 		// What was read is durable, and everything before the newest
@@ -365,7 +385,9 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 }
 
 // replayItem hands one message read back to handle, unless it is recalled
-// or not the chat's own; ms is its create_time (0 when unreadable).
+// or not the chat's own; ms is its create_time (0 when unreadable). A
+// message that failed in maxItemFailures passes is tried a last time with
+// finalTry set.
 func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayChat, it histItem) (ms int64, err error) {
 	ms, _ = strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64)
 	if ms <= 0 || ms > 1<<50 {
@@ -377,7 +399,51 @@ func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayC
 	if it.ThreadID != "" {
 		r.replay.noteThread(c.id, it.ThreadID, ms)
 	}
-	return ms, r.handle(ctx, sink, it.event(c.id, c.chatType))
+	st := &r.replay
+	if st.fails[it.MessageID] >= maxItemFailures {
+		ctx = context.WithValue(ctx, finalTryKey{}, true)
+	}
+	err = r.handle(ctx, sink, it.event(c.id, c.chatType))
+	switch {
+	case err == nil:
+		delete(st.fails, it.MessageID)
+	case ctx.Err() == nil:
+		if st.fails == nil || len(st.fails) >= maxChats {
+			st.fails = map[string]int{}
+		}
+		st.fails[it.MessageID]++
+	}
+	return ms, err
+}
+
+// maxItemFailures is how many passes may fail on one message before it is
+// written without what keeps failing (at the pass interval, a few minutes
+// to an hour: a passing outage of Lark's resource store is waited out).
+const maxItemFailures = 3
+
+type finalTryKey struct{}
+
+// finalTry reports whether ctx is the catch-up's last try at a message:
+// what still fails to be fetched is noted in the file, not retried.
+func finalTry(ctx context.Context) bool {
+	v, _ := ctx.Value(finalTryKey{}).(bool)
+	return v && ctx.Err() == nil
+}
+
+// itemFailure is the first message of a chat whose handle failed in a
+// pass: the chat's position stays before it (so the next pass tries it
+// again), while the messages after it are still delivered.
+type itemFailure struct {
+	err error
+	ms  int64
+}
+
+func (f *itemFailure) note(ms int64, err error) {
+	if f.err == nil {
+		f.err, f.ms = err, ms
+	} else if ms > 0 && ms < f.ms {
+		f.ms = ms
+	}
 }
 
 // replayThread reads a thread's replies back to from (the thread
@@ -386,7 +452,7 @@ func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayC
 // replies of the gap are not read, and a warning says so: a thread
 // anyone can fill must not hold up the chat for good. A thread Lark will
 // not list (deleted, no permission) is skipped.
-func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c replayChat, thread string, from int64, budget *int, lim replayLimits) (int64, error) {
+func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c replayChat, thread string, from int64, budget *int, lim replayLimits, fail *itemFailure) (int64, error) {
 	floor := from / 1000 * 1000
 	var got []histItem
 	token := ""
@@ -435,7 +501,10 @@ func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c repla
 	for i := len(got) - 1; i >= 0; i-- {
 		ms, err := r.replayItem(ctx, sink, c, got[i])
 		if err != nil {
-			return 0, err
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			fail.note(ms, err)
 		}
 		newest = max(newest, ms)
 	}
@@ -817,6 +886,10 @@ func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Messa
 	case strings.Contains(err.Error(), "data not as documented"):
 		extra["merge_forward"] = "the forwarded messages could not be read: Lark's answer is not as documented"
 		return nil
+	case finalTry(ctx):
+		extra["merge_forward"] = "the forwarded messages could not be read after the catch-up's tries: " + clip(schema.CleanText(a.redact(err.Error())), 300)
+		a.log.Warn("lark: forwarded messages not read after the catch-up's tries; the message is written without them", "message_id", id, "error", err)
+		return nil
 	default:
 		return adapters.Temporary(fmt.Errorf("lark: the forwarded messages of %s: %w", id, err))
 	}
@@ -948,6 +1021,10 @@ func (f *forwardRender) content(it *histItem, quote string) error {
 		var s *errSkip
 		if errors.As(err, &s) && it.MessageID != "" && it.MessageID != f.top {
 			art, err = f.a.fetchResource(f.ctx, it.MessageID, x, f.batch)
+		}
+		if err != nil && !errors.As(err, &s) && finalTry(f.ctx) {
+			s = &errSkip{reason: "still failing after the catch-up's tries: " + clip(f.a.redact(err.Error()), 300)}
+			err = s
 		}
 		switch {
 		case errors.As(err, &s):

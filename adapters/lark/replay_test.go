@@ -361,9 +361,9 @@ func TestReplayPaging(t *testing.T) {
 }
 
 // A crash half way through a pass (the Sink fails after three messages):
-// the checkpoint has not moved; a new receiver on the same mailbox catches
-// up with nothing lost and nothing twice, normalising only what is
-// missing.
+// the checkpoint has not moved past the first message not written; a new
+// receiver on the same mailbox catches up with nothing lost and nothing
+// twice, normalising only what is missing.
 func TestReplayCrashMidPass(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
@@ -388,8 +388,10 @@ func TestReplayCrashMidPass(t *testing.T) {
 	if err := w.r.catchUp(ctx, crash); !errors.Is(err, errRPCrash) {
 		t.Fatalf("catchUp with a failing Sink: %v, want its error", err)
 	}
-	if got := w.checkpoint(t, "oc_team"); got != saved {
-		t.Fatalf("checkpoint %s after a pass failed half way, want %s (unmoved)", got, saved)
+	// The position stays before the first message not delivered (the
+	// fourth of the gap): everything before it is durable.
+	if got, want := w.checkpoint(t, "oc_team"), strconv.FormatInt(base.Add(4*time.Second).UnixMilli()-1, 10); got != want || got <= saved {
+		t.Fatalf("checkpoint %s after a pass failed half way, want %s (just before the first message lost)", got, want)
 	}
 	if n := len(w.files(t)); n != 4 {
 		t.Fatalf("%d files after the crash, want 4 (the first and three of the gap)", n)
@@ -980,5 +982,56 @@ func TestReplayChatListResumes(t *testing.T) {
 	}
 	if w.files(t)["lark_"+late.MessageID] == nil {
 		t.Error("a chat done before the gap was not read again after it")
+	}
+}
+
+// A message whose resource (or forward) Lark keeps failing to serve does
+// not hold its chat up: the messages after it are written at once, the
+// position stays before it while it is retried, and after
+// maxItemFailures passes it is written without what failed, noted.
+func TestReplayPoisonMessage(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	w.r.gap()
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	first := w.add("oc_team", "ou_ann", "before", base)
+	img := w.fake.AddMessage("oc_team", larkfake.Message{MsgType: "image", Content: `{"image_key":"img_v3_flaky"}`, SenderID: "ou_ann", CreateTime: base.Add(time.Second)})
+	w.fake.AddResource(img, "img_v3_flaky", rpPNG, "image", "")
+	fw := w.fake.AddMessage("oc_team", larkfake.Message{MsgType: "merge_forward", Content: "{}", SenderID: "ou_bob", CreateTime: base.Add(2 * time.Second)})
+	last := w.add("oc_team", "ou_bob", "after", base.Add(3*time.Second))
+	w.fake.Fail(larkfake.RouteResource, larkfake.Failure{Status: 500, Times: 1000})
+	w.fake.Fail(larkfake.RouteGet, larkfake.Failure{Status: 503, Times: 1000})
+	for pass := range maxItemFailures {
+		if err := w.r.catchUp(ctx, w.ws.Pipe); err == nil || !strings.Contains(err.Error(), "oc_team") {
+			t.Fatalf("pass %d: %v, want the chat's error", pass, err)
+		}
+		files := w.files(t)
+		if files["lark_"+first.MessageID] == nil || files["lark_"+last.MessageID] == nil || files["lark_"+img] != nil || files["lark_"+fw] != nil {
+			t.Fatalf("pass %d: files %v, want the two others only", pass, w.ids(t))
+		}
+		if got, want := w.checkpoint(t, "oc_team"), strconv.FormatInt(base.Add(time.Second).UnixMilli()-1, 10); got != want {
+			t.Errorf("pass %d: checkpoint %s, want %s (before the failing message)", pass, got, want)
+		}
+	}
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatalf("the last try: %v", err)
+	}
+	files := w.files(t)
+	m := files["lark_"+img]
+	if m == nil || len(m.Artifacts) != 0 || !strings.Contains(fmt.Sprint(m.Metadata.Extra.Other["resources"]), "still failing after the catch-up's tries") {
+		t.Errorf("the image message after the last try: %+v", m)
+	}
+	if f := files["lark_"+fw]; f == nil || !strings.Contains(fmt.Sprint(f.Metadata.Extra.Other["merge_forward"]), "after the catch-up's tries") {
+		t.Errorf("the forward after the last try: %+v", f)
+	}
+	if got := w.checkpoint(t, "oc_team"); got != rpMillis(last.CreateTime) {
+		t.Errorf("checkpoint %s, want the newest %s", got, rpMillis(last.CreateTime))
+	}
+	if !w.r.live {
+		t.Error("the pass that wrote everything did not complete")
 	}
 }

@@ -141,8 +141,14 @@ func (a *Adapter) fetchResources(ctx context.Context, messageID string, rs []con
 		case errors.As(err, &s):
 			notes = append(notes, resourceNote{Key: clip(r.Key, 200), Kind: r.Kind, Reason: s.reason})
 			a.log.Warn("lark: resource not stored; the message is written without it", "message_id", messageID, "key", clip(r.Key, 200), "reason", s.reason)
-		case err != nil:
+		case err != nil && !finalTry(ctx):
 			return nil, nil, adapters.Temporary(err)
+		case err != nil:
+			// The catch-up's last try at this message (replay.go): it is
+			// written without the resource rather than never.
+			reason := "still failing after the catch-up's tries: " + clip(a.redact(err.Error()), 300)
+			notes = append(notes, resourceNote{Key: clip(r.Key, 200), Kind: r.Kind, Reason: reason})
+			a.log.Warn("lark: resource not stored; the message is written without it", "message_id", messageID, "key", clip(r.Key, 200), "reason", reason)
 		default:
 			arts = append(arts, art)
 		}
