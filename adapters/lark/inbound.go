@@ -48,6 +48,9 @@ type receiver struct {
 	// dropped past maxChats) has missed nothing, and is caught up.
 	live bool
 	gaps uint64 // how many times gap was called
+	// passGen is gaps when the running catch-up pass began (passStart):
+	// a gap since makes its caughtUpTo save only what it read.
+	passGen uint64
 
 	// failed gets a value (without blocking; buffered 1) when the webhook
 	// could not store an event (answered 500 or 503): Lark retries, but
@@ -235,6 +238,22 @@ func (r *receiver) caughtUpTo(ctx context.Context, sink adapters.Sink, chat stri
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	gapSince := r.gaps != r.passGen
+	r.mu.Unlock()
+	if gapSince {
+		// The connection was lost after this pass began: what the pass
+		// read is durable, but what live events delivered since may lie
+		// beyond the new gap, and the chat is not caught up until the
+		// next pass reads it.
+		if ms > saved {
+			if err := sink.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(chat), Value: strconv.FormatInt(ms, 10)}}); err != nil {
+				return fmt.Errorf("lark: save the position of %s: %w", chat, err)
+			}
+			cs.ms = ms
+		}
+		return nil
+	}
 	ms = max(ms, cs.delivered)
 	if ms > saved {
 		if err := sink.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(chat), Value: strconv.FormatInt(ms, 10)}}); err != nil {
@@ -282,5 +301,6 @@ func (r *receiver) passDone(begun uint64) {
 func (r *receiver) passStart() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.passGen = r.gaps
 	return r.gaps
 }
