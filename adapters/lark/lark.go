@@ -12,8 +12,12 @@
 //   - ws.go, webhook.go, replay.go: the transports (the SDK's long
 //     connection, the HTTP callback, the catch-up from history after a
 //     gap);
-//   - resolve.go, send.go: the rules for drafts and the Sender;
-//   - checks.go: what `courier doctor` asks.
+//   - resolve.go, send.go, client.go: the rules for drafts, the Sender,
+//     and the SDK's REST client it uses (on the adapter's own tenant
+//     token: the SDK's token cache is process-wide and never renews a
+//     token Lark refused);
+//   - checks.go: what `courier doctor` asks, and apiGet, the one
+//     authenticated GET outside the SDK.
 package lark
 
 import (
