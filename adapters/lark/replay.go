@@ -50,8 +50,11 @@ type replayLimits struct {
 	pages        int // im/v1/messages pages per pass, all chats together
 	perChat      int // im/v1/messages pages of a chat's container per pass
 	threadPages  int // im/v1/messages pages of one thread per pass
-	pageSize     int // messages per page (Lark's maximum is 50)
-	retries      int // 429s and 5xx retried per call
+	// discoverPages bounds the history read once per chat and process
+	// for the threads before its position.
+	discoverPages int
+	pageSize      int // messages per page (Lark's maximum is 50)
+	retries       int // 429s and 5xx retried per call
 	// backoff is the first wait after a 429 or a 5xx, doubled after each.
 	backoff time.Duration
 	// window is how far back a chat without a position is read.
@@ -64,7 +67,8 @@ type replayLimits struct {
 // cannot use a pass for itself; of each thread (a group's history lists
 // a thread's root, not its replies, so the threads are read on their own)
 // at most 5 pages, 250 replies since the position (more: the oldest are not
-// read, and a warning says so), of at most maxThreadsPerChat threads: a
+// read, and a warning says so), of at most maxThreadsPerChat threads, found
+// after a restart by 2 pages of the day's roots before the position: a
 // chat's reading fits in one pass's budget, so every pass goes forward.
 // A chat stopped at its bound keeps what was
 // read (its checkpoint moves to the newest message read: everything
@@ -73,7 +77,7 @@ type replayLimits struct {
 // first chat it did not finish. The window is 24 h: Lark keeps
 // retrying an event for 6 h, so a day back covers what a new install
 // could have been sent while it was being set up, and no more.
-var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 1000, perChat: 20, threadPages: 5, pageSize: 50,
+var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 1000, perChat: 20, threadPages: 5, discoverPages: 2, pageSize: 50,
 	retries: 4, backoff: time.Second, window: 24 * time.Hour}
 
 // replayState is what passes remember between them. Its mutex is held
@@ -103,6 +107,9 @@ type replayState struct {
 	// (finalTry), so that one message cannot hold up its chat for good.
 	// Bounded by maxChats.
 	fails map[string]int
+	// scanned are the chats whose threads before their position were
+	// looked for (replayDiscover) by this process. Bounded by maxChats.
+	scanned map[string]bool
 	// passedTo is, per chat, the newest create_time the last pass read.
 	// A live event may have moved the checkpoint past a message that
 	// never arrived (a webhook delivery that failed while later ones were
@@ -349,7 +356,14 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 	if c.mode != "topic" {
 		// A group's chat container lists a thread's root, not its
 		// replies: the threads read are those whose roots were just read
-		// and those active lately (live or in earlier passes).
+		// and those active lately (live or in earlier passes; the first
+		// time this process reads the chat, those whose roots are in the
+		// window before the position).
+		if saved > 0 && !st.scanned[c.id] {
+			if err := r.replayDiscover(ctx, c, from, budget, lim); err != nil {
+				return err
+			}
+		}
 		for _, t := range st.threadsOf(c.id, from-threadMemory.Milliseconds(), threads) {
 			ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim, &fail)
 			if err != nil {
@@ -444,6 +458,47 @@ func (f *itemFailure) note(ms int64, err error) {
 	} else if ms > 0 && ms < f.ms {
 		f.ms = ms
 	}
+}
+
+// replayDiscover notes the threads whose roots are in the window before
+// from, the newest first, lim.discoverPages pages at most: the threads a
+// restarted receiver has no memory of, whose replies during the downtime
+// the chat's history does not list. Once per chat and process.
+func (r *receiver) replayDiscover(ctx context.Context, c replayChat, from int64, budget *int, lim replayLimits) error {
+	st := &r.replay
+	token := ""
+	for pages := 0; pages < lim.discoverPages && *budget > 0; pages++ {
+		*budget--
+		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id},
+			"start_time": {strconv.FormatInt(max(0, from-lim.window.Milliseconds())/1000, 10)}, "end_time": {strconv.FormatInt(from/1000, 10)},
+			"sort_type": {"ByCreateTimeDesc"}, "page_size": {strconv.Itoa(lim.pageSize)}}
+		if token != "" {
+			q.Set("page_token", token)
+		}
+		var data struct {
+			Items     []histItem `json:"items"`
+			HasMore   bool       `json:"has_more"`
+			PageToken string     `json:"page_token"`
+		}
+		if err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim); err != nil {
+			return fmt.Errorf("lark: catch-up of %s: the threads before its position: %w", c.id, err)
+		}
+		for _, it := range data.Items {
+			if it.ThreadID != "" {
+				ms, _ := strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64)
+				st.noteThread(c.id, it.ThreadID, ms)
+			}
+		}
+		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
+			break
+		}
+		token = data.PageToken
+	}
+	if st.scanned == nil || len(st.scanned) >= maxChats {
+		st.scanned = map[string]bool{}
+	}
+	st.scanned[c.id] = true
+	return nil
 }
 
 // replayThread reads a thread's replies back to from (the thread

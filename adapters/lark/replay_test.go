@@ -328,8 +328,8 @@ func TestReplayPaging(t *testing.T) {
 	if !errors.Is(err, errPassIncomplete) {
 		t.Fatalf("a pass over 131 messages at 2 pages of 50: %v, want errPassIncomplete", err)
 	}
-	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 2 {
-		t.Errorf("%d list calls, want 2 (the bound)", n)
+	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 3 {
+		t.Errorf("%d list calls, want 3 (the bound, and the look for threads before the position)", n)
 	}
 	// The first page holds the message of the position's second again.
 	if got, want := w.checkpoint(t, "oc_busy"), rpMillis(msgs[98].CreateTime); got != want {
@@ -848,9 +848,10 @@ func TestReplayThreads(t *testing.T) {
 	if got := w.ids(t); !slices.Equal(got, want) {
 		t.Errorf("files %v,\nwant %v", got, want)
 	}
-	// oc_team: its history and its two threads; oc_topics: its history.
-	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 4 {
-		t.Errorf("%d list calls, want 4", n)
+	// oc_team: its history, the look for threads before its position
+	// (once per process), its two threads; oc_topics: its history.
+	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 5 {
+		t.Errorf("%d list calls, want 5", n)
 	}
 	if got, want := w.checkpoint(t, "oc_team"), rpMillis(base.Add(6*time.Second)); got != want {
 		t.Errorf("checkpoint %s, want %s (the newest reply)", got, want)
@@ -1033,5 +1034,42 @@ func TestReplayPoisonMessage(t *testing.T) {
 	}
 	if !w.r.live {
 		t.Error("the pass that wrote everything did not complete")
+	}
+}
+
+// After a restart the receiver has no memory of the threads: a reply
+// posted during the downtime in a thread whose root is before the chat's
+// position is found by looking at the roots in the window before it.
+func TestReplayThreadsAfterRestart(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	root := larkfake.Message{ChatID: "oc_team", Content: rpText("a thread"), SenderID: "ou_ann", ThreadID: "omt_long", CreateTime: base}
+	root.MessageID = w.fake.AddMessage("oc_team", root)
+	root.MsgType = "text"
+	later := w.add("oc_team", "ou_ann", "later", base.Add(time.Hour))
+	for _, m := range []larkfake.Message{root, later} {
+		if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, m, "group")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.checkpoint(t, "oc_team"); got != rpMillis(later.CreateTime) {
+		t.Fatalf("checkpoint %s, want the live message's", got)
+	}
+	// Down; a reply in the thread meanwhile; a new receiver.
+	reply := w.fake.AddMessage("oc_team", larkfake.Message{ParentID: root.MessageID, Content: rpText("while down"), SenderID: "ou_bob", CreateTime: base.Add(2 * time.Hour)})
+	r2 := w.receiver(t)
+	if err := r2.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	if w.files(t)["lark_"+reply] == nil {
+		t.Error("the reply posted while down in a thread older than the position was not read")
+	}
+	if got := w.checkpoint(t, "oc_team"); got != rpMillis(base.Add(2*time.Hour)) {
+		t.Errorf("checkpoint %s, want the reply's", got)
 	}
 }
