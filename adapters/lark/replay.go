@@ -30,10 +30,10 @@ import (
 // own messages are dropped the same way.
 //
 // The chats are those im/v1/chats lists (the group chats the app is in:
-// a tenant token lists no p2p chat) and those the receiver has met since
-// it started (a p2p chat is caught up once it has spoken to the app since
-// the start; one silent since is not: Lark offers no way for an app to
-// list them).
+// a tenant token lists no p2p chat), those the receiver has met since it
+// started, and the p2p chats it ever met (saved under p2pKey, since Lark
+// offers an app no way to list them; a p2p chat opened while Courier was
+// down is read from its first live message on).
 //
 // Lark's list is second-granular (start_time in seconds): a pass reads
 // from the second of the position, so the messages of that second come
@@ -107,6 +107,10 @@ type replayState struct {
 	// (finalTry), so that one message cannot hold up its chat for good.
 	// Bounded by maxChats.
 	fails map[string]int
+	// p2p are the p2p chats met (saved under p2pKey); p2pLoaded once
+	// read from the Sink, p2pDirty when one was added since saved.
+	p2p                 []string
+	p2pLoaded, p2pDirty bool
 	// scanned are the chats whose threads before their position were
 	// looked for (replayDiscover) by this process. Bounded by maxChats.
 	scanned map[string]bool
@@ -151,7 +155,7 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 	if _, err := r.a.tenantToken(ctx, false); err != nil {
 		return err
 	}
-	chats, listed, listErr := r.replayChats(ctx, lim)
+	chats, listed, listErr := r.replayChats(ctx, sink, lim)
 	if listErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -214,7 +218,7 @@ type replayChat struct{ id, chatType, mode string }
 // by earlier passes of the round). listed is false when the list stopped
 // at its bound or failed; err is the list's failure, which leaves the
 // known chats to catch up.
-func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []replayChat, listed bool, err error) {
+func (r *receiver) replayChats(ctx context.Context, sink adapters.Sink, lim replayLimits) (out []replayChat, listed bool, err error) {
 	seen := map[string]bool{}
 	add := func(id, mode string) {
 		if seen[id] || !strings.HasPrefix(id, "oc_") || !ids.MatchString(id) || len(id) > 128 {
@@ -275,13 +279,83 @@ func (r *receiver) replayChats(ctx context.Context, lim replayLimits) (out []rep
 	}
 	r.mu.Unlock()
 	slices.Sort(known)
-	for _, id := range known {
+	saved, perr := r.replayP2P(ctx, sink)
+	if perr != nil && err == nil {
+		err = perr
+	}
+	p2p := slices.Clone(saved)
+	isP2P := make(map[string]bool, len(p2p))
+	for _, id := range p2p {
+		isP2P[id] = true
+	}
+	for _, id := range slices.Concat(known, saved) {
 		// A chat met live, not in the list: a p2p chat (or one the app
 		// left). Its kind comes from im/v1/chats/{id}, cached.
+		if seen[id] {
+			continue
+		}
 		_, mode := r.a.chat(ctx, id)
 		add(id, mode)
+		if mode == "p2p" && !isP2P[id] {
+			isP2P[id] = true
+			p2p = append(p2p, id)
+			st.p2pDirty = true
+		}
+	}
+	if st.p2pDirty {
+		if len(p2p) > maxP2PChats {
+			p2p = p2p[len(p2p)-maxP2PChats:]
+		}
+		if werr := r.saveP2P(ctx, sink, p2p); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	return out, listed && err == nil, err
+}
+
+// The p2p chats the receiver has met are saved (under p2pKey, the newest
+// maxP2PChats), since Lark lists no p2p chat to a tenant token: after a
+// restart, a p2p chat silent since is caught up too.
+const (
+	p2pKey      = "lark/p2p-chats"
+	maxP2PChats = 1000
+)
+
+// replayP2P returns the p2p chats saved, read from the Sink once per
+// process.
+func (r *receiver) replayP2P(ctx context.Context, sink adapters.Sink) ([]string, error) {
+	st := &r.replay
+	if st.p2pLoaded {
+		return st.p2p, nil
+	}
+	v, ok, err := sink.Checkpoint(ctx, p2pKey)
+	if err != nil {
+		return nil, fmt.Errorf("lark: catch-up: the p2p chats saved: %w", err)
+	}
+	var list []string
+	if ok && json.Unmarshal([]byte(v), &list) != nil {
+		r.a.log.Warn("lark: the saved list of p2p chats is unreadable; the chats are known again as they speak", "key", p2pKey)
+	}
+	st.p2p = nil
+	in := map[string]bool{}
+	for _, id := range list {
+		if strings.HasPrefix(id, "oc_") && ids.MatchString(id) && len(id) <= 128 && !in[id] && len(st.p2p) < maxP2PChats {
+			in[id] = true
+			st.p2p = append(st.p2p, id)
+		}
+	}
+	st.p2pLoaded = true
+	return st.p2p, nil
+}
+
+// saveP2P saves the list of p2p chats.
+func (r *receiver) saveP2P(ctx context.Context, sink adapters.Sink, list []string) error {
+	b, _ := json.Marshal(list)
+	if err := sink.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: p2pKey, Value: string(b)}}); err != nil {
+		return fmt.Errorf("lark: catch-up: save the p2p chats: %w", err)
+	}
+	r.replay.p2p, r.replay.p2pDirty = list, false
+	return nil
 }
 
 // eventChatType is the chat_type an event carries for a chat of chat_mode

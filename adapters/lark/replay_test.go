@@ -1073,3 +1073,37 @@ func TestReplayThreadsAfterRestart(t *testing.T) {
 		t.Errorf("checkpoint %s, want the reply's", got)
 	}
 }
+
+// Lark lists no p2p chat to a tenant token: the p2p chats met are saved,
+// so that after a restart a message sent in one while Courier was down is
+// read, though the chat has not spoken since.
+func TestReplayP2PAfterRestart(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_dm", ChatMode: "p2p"})
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	hi := w.add("oc_dm", "ou_bob", "hi", base)
+	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, hi, "p2p")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	down := w.add("oc_dm", "ou_bob", "sent while Courier was down", base.Add(time.Minute))
+	r2 := w.receiver(t)
+	if err := r2.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	m := w.files(t)["lark_"+down.MessageID]
+	if m == nil || m.Session.Type != schema.Direct {
+		t.Errorf("the p2p message sent while down: %+v", m)
+	}
+	var saved []string
+	v, _, _ := w.ws.Pipe.Checkpoint(ctx, p2pKey)
+	if json.Unmarshal([]byte(v), &saved) != nil || !slices.Equal(saved, []string{"oc_dm"}) {
+		t.Errorf("p2p chats saved %q, want [oc_dm]", v)
+	}
+}
