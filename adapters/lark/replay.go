@@ -1081,7 +1081,9 @@ func put(b *strings.Builder, quote, s string) {
 func (f *forwardRender) level(upper string, depth int) error {
 	quote := strings.Repeat("> ", depth)
 	put(&f.text, quote, forwardTitle)
-	put(&f.md, quote, mdsafe.EscapeLine(forwardTitle))
+	// As it is in Markdown too: dashes then words are no thematic break,
+	// no list item and (after a blank line) no heading underline.
+	put(&f.md, quote, forwardTitle)
 	for _, it := range f.kids[upper] {
 		if f.shown >= maxForwarded {
 			f.left++

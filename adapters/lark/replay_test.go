@@ -589,7 +589,7 @@ func TestReplayMergeForward(t *testing.T) {
 	if strings.Index(text, "first child") > strings.Index(text, "Bob Chen") || strings.Contains(text, "Merged and Forwarded") {
 		t.Errorf("the children out of order, or the placeholder kept:\n%s", text)
 	}
-	if !strings.Contains(m.Body, "From: Ann Lee\\\nDate:") || !strings.Contains(m.Body, "first child") {
+	if !strings.HasPrefix(m.Body, forwardTitle+"\n") || !strings.Contains(m.Body, "From: Ann Lee\\\nDate:") || !strings.Contains(m.Body, "first child") {
 		t.Errorf("the body (Markdown) does not show the forward:\n%s", m.Body)
 	}
 	if len(m.Artifacts) != 1 || m.Artifacts[0].Type != schema.ArtifactImage {
