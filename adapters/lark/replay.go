@@ -385,7 +385,10 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 	if from <= 0 {
 		from = time.Now().Add(-lim.window).UnixMilli()
 	}
-	newest := int64(0)
+	// newest is the newest create_time read; listed, the newest of the
+	// chat's history read (threads may hold newer replies than the part
+	// of the history a bounded pass read).
+	newest, listed := int64(0), int64(0)
 	var fail itemFailure
 	threads := map[string]bool{} // the threads whose roots were read
 	token := ""
@@ -417,7 +420,7 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 				}
 				fail.note(ms, err)
 			}
-			newest = max(newest, ms)
+			newest, listed = max(newest, ms), max(listed, ms)
 			if it.ThreadID != "" && len(threads) < maxThreadsPerChat {
 				threads[it.ThreadID] = true
 			}
@@ -445,6 +448,9 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 			}
 			newest = max(newest, ms)
 		}
+	}
+	if bounded {
+		newest = listed // the history after it is unread
 	}
 	if fail.err != nil {
 		// The messages after the one that failed are in; the position

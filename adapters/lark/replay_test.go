@@ -1107,3 +1107,40 @@ func TestReplayP2PAfterRestart(t *testing.T) {
 		t.Errorf("p2p chats saved %q, want [oc_dm]", v)
 	}
 }
+
+// A pass stopped at a chat's bound saves the newest of the history it
+// read, not a newer thread reply: the history between is unread.
+func TestReplayBoundedChatWithThread(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	w.r.gap()
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	root := w.fake.AddMessage("oc_team", larkfake.Message{Content: rpText("root"), SenderID: "ou_ann", ThreadID: "omt_t", CreateTime: base})
+	var all []string
+	all = append(all, root)
+	for i := range 5 {
+		all = append(all, w.add("oc_team", "ou_ann", fmt.Sprint(i), base.Add(time.Duration(i+1)*time.Second)).MessageID)
+	}
+	late := w.fake.AddMessage("oc_team", larkfake.Message{ParentID: root, Content: rpText("late reply"), SenderID: "ou_bob", CreateTime: base.Add(time.Minute)})
+	all = append(all, late)
+	slices.Sort(all)
+	w.r.replay.limits.perChat, w.r.replay.limits.pageSize = 1, 2
+	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+		t.Fatalf("bounded pass: %v", err)
+	}
+	if got, want := w.checkpoint(t, "oc_team"), rpMillis(base.Add(time.Second)); got != want {
+		t.Errorf("checkpoint %s after a bounded pass, want %s (the newest of the history read, not the thread's reply)", got, want)
+	}
+	for range 5 {
+		if err := w.r.catchUp(ctx, w.ws.Pipe); err == nil {
+			break
+		}
+	}
+	if got := w.ids(t); !slices.Equal(got, all) {
+		t.Errorf("files %v, want %v", got, all)
+	}
+}
