@@ -410,9 +410,11 @@ func wsKick(run *wsRun) {
 }
 
 // catchUpLoop runs one catch-up pass per kick, one at a time; a kick that
-// came while a pass ran runs one more. Errors go to the log and /health;
-// the Source goes on (the next connect tries again).
+// came while a pass ran runs one more, as does a pass that stopped at its
+// bounds. Errors go to the log and /health, and the pass is tried again
+// after a backoff; the Source goes on.
 func (s *wsSource) catchUpLoop(run *wsRun) {
+	failures := 0
 	for {
 		select {
 		case <-run.ctx.Done():
@@ -445,12 +447,30 @@ func (s *wsSource) catchUpLoop(run *wsRun) {
 			// Stopped by a lost connection: if it went on past
 			// wsPassStop, what it marked caught up is undone.
 			s.r.gap()
+		case errors.Is(err, errPassIncomplete):
+			// Stopped at its bounds with more to read: the next pass
+			// goes on from there, now, rather than at the next
+			// connection (which may be days away).
+			failures = 0
+			wsKick(run)
 		case err != nil:
+			failures++
+			wait := min(wsPassRetry<<min(failures-1, 5), 30*time.Minute)
 			s.setError(fmt.Errorf("lark: catch-up after connecting: %s", clip(s.redact(err.Error()), 500)))
-			s.r.a.log.Warn("lark: catch-up failed; tried again at the next connection or failure", "err", err)
+			s.r.a.log.Warn("lark: catch-up failed; tried again later", "err", err, "in", wait)
+			t := time.AfterFunc(wait, func() { wsKick(run) })
+			go func() { <-run.ctx.Done(); t.Stop() }()
+		default:
+			failures = 0
 		}
 	}
 }
+
+// wsPassRetry is the wait before a failed catch-up pass is tried again,
+// doubled with each failure in a row up to 30 minutes: a pass fails on
+// what lasts (a rate limit past its retries, Lark down), and a chat's
+// checkpoint stays where it was until a pass completes.
+const wsPassRetry = time.Minute
 
 // wsKey names an event for the in-flight set: its message, else its
 // event id; "" when it has neither.
