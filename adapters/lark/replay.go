@@ -401,15 +401,8 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		*budget--
 		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id}, "start_time": {strconv.FormatInt(from/1000, 10)},
 			"sort_type": {"ByCreateTimeAsc"}, "page_size": {strconv.Itoa(lim.pageSize)}}
-		if token != "" {
-			q.Set("page_token", token)
-		}
-		var data struct {
-			Items     []histItem `json:"items"`
-			HasMore   bool       `json:"has_more"`
-			PageToken string     `json:"page_token"`
-		}
-		if err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim); err != nil {
+		data, err := r.listMessages(ctx, q, token, lim)
+		if err != nil {
 			return fmt.Errorf("lark: catch-up of %s: %w", c.id, err)
 		}
 		for _, it := range data.Items {
@@ -552,15 +545,8 @@ func (r *receiver) replayDiscover(ctx context.Context, c replayChat, from int64,
 		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id},
 			"start_time": {strconv.FormatInt(max(0, from-lim.window.Milliseconds())/1000, 10)}, "end_time": {strconv.FormatInt(from/1000, 10)},
 			"sort_type": {"ByCreateTimeDesc"}, "page_size": {strconv.Itoa(lim.pageSize)}}
-		if token != "" {
-			q.Set("page_token", token)
-		}
-		var data struct {
-			Items     []histItem `json:"items"`
-			HasMore   bool       `json:"has_more"`
-			PageToken string     `json:"page_token"`
-		}
-		if err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim); err != nil {
+		data, err := r.listMessages(ctx, q, token, lim)
+		if err != nil {
 			return fmt.Errorf("lark: catch-up of %s: the threads before its position: %w", c.id, err)
 		}
 		for _, it := range data.Items {
@@ -601,15 +587,7 @@ func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c repla
 		*budget--
 		q := url.Values{"container_id_type": {"thread"}, "container_id": {thread}, "sort_type": {"ByCreateTimeDesc"},
 			"page_size": {strconv.Itoa(lim.pageSize)}}
-		if token != "" {
-			q.Set("page_token", token)
-		}
-		var data struct {
-			Items     []histItem `json:"items"`
-			HasMore   bool       `json:"has_more"`
-			PageToken string     `json:"page_token"`
-		}
-		err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim)
+		data, err := r.listMessages(ctx, q, token, lim)
 		var ae *apiError
 		if errors.As(err, &ae) && !retryable(ae) {
 			r.a.log.Debug("lark: catch-up skips a thread Lark does not list", "chat", c.id, "thread", clip(thread, 128), "code", ae.Code)
@@ -772,6 +750,24 @@ func (r *receiver) replayAdvance(ctx context.Context, sink adapters.Sink, chat s
 // server's failure.
 func retryable(ae *apiError) bool {
 	return ae.Code == codeRateLimited || ae.Status == http.StatusTooManyRequests || ae.Status >= 500
+}
+
+// histPage is one page of im/v1/messages list.
+type histPage struct {
+	Items     []histItem `json:"items"`
+	HasMore   bool       `json:"has_more"`
+	PageToken string     `json:"page_token"`
+}
+
+// listMessages reads one page of im/v1/messages list for q, from token
+// ("" for the first page).
+func (r *receiver) listMessages(ctx context.Context, q url.Values, token string, lim replayLimits) (histPage, error) {
+	if token != "" {
+		q.Set("page_token", token)
+	}
+	var data histPage
+	err := r.replayGet(ctx, "/open-apis/im/v1/messages?"+q.Encode(), &data, lim)
+	return data, err
 }
 
 // replayGet is apiGet that waits out Lark's rate limit or failure (a 429,
