@@ -1005,6 +1005,26 @@ func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
 	return k.errs
 }
 
+// listenAddr checks an address a server of Courier's listens on: host:port
+// with a port from 1 to 65535 (0 would pick one at random, which nobody
+// could then reach) and a host that is empty (every interface), an IP
+// address or a name (resolved when the service starts; doctor tries to
+// bind it).
+func listenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: the port %q is not a number from 1 to 65535", addr, port)
+	}
+	if strings.ContainsAny(host, " /\\@") {
+		return fmt.Errorf("%q: the host %q is not an address or a name", addr, host)
+	}
+	return nil
+}
+
 // checker collects what validate finds, each at its key's line.
 type checker struct {
 	line func(string) int
@@ -1018,8 +1038,8 @@ func (k *checker) bad(path, format string, args ...any) {
 // service checks the service's own sections: http, log, debounce, limits
 // and outbound.
 func (k *checker) service(cc *Courier) {
-	if _, _, err := net.SplitHostPort(cc.HTTP.Listen); err != nil {
-		k.bad("courier.http.listen", "%q is not host:port", cc.HTTP.Listen)
+	if err := listenAddr(cc.HTTP.Listen); err != nil {
+		k.bad("courier.http.listen", "%v", err)
 	}
 	switch p := cc.Socket.Path; {
 	case strings.HasPrefix(p, "~"):
@@ -1084,13 +1104,13 @@ const emailPath = "courier.adapters.email"
 // receiver checks the email adapter's embedded SMTP/LMTP receiver.
 func (k *checker) receiver(r *Receiver) {
 	if r.SMTP != "" {
-		if _, _, err := net.SplitHostPort(r.SMTP); err != nil {
-			k.bad(emailPath+".receiver.smtp", "%q is not host:port", r.SMTP)
+		if err := listenAddr(r.SMTP); err != nil {
+			k.bad(emailPath+".receiver.smtp", "%v", err)
 		}
 	}
 	if l := r.LMTP; l != "" && !strings.HasPrefix(l, "unix:") {
-		if _, _, err := net.SplitHostPort(l); err != nil {
-			k.bad(emailPath+".receiver.lmtp", "%q is neither host:port nor unix:/path", l)
+		if err := listenAddr(l); err != nil {
+			k.bad(emailPath+".receiver.lmtp", "%v (or unix:/path)", err)
 		}
 	}
 	for i, a := range r.Addresses {
