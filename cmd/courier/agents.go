@@ -263,7 +263,11 @@ func (b *agentBackend) send(ctx context.Context, c agentapi.Caller, req *agentap
 	if err := b.storeArtifacts(d, src, req, files); err != nil {
 		return nil, withFile(err, req.Name)
 	}
-	return finishDraft(ctx, b.mb, d, agent, req.DryRun)
+	res, err := finishDraft(ctx, b.mb, d, agent, req.DryRun)
+	if err == nil {
+		res.Waiting = b.set.undelivered(d.Provider)
+	}
+	return res, err
 }
 
 // storeArtifacts is resolveArtifacts on the service's side: an artifact
@@ -409,6 +413,15 @@ func (a *app) printSent(res *agentapi.SendResult, format string) error {
 	return nil
 }
 
+// warnWaiting tells on stderr that nothing will deliver a draft just
+// queued (or that would be): an agent would otherwise wait for a reply
+// that never leaves.
+func (a *app) warnWaiting(res *agentapi.SendResult) {
+	if res != nil && res.Waiting != "" {
+		fmt.Fprintf(a.stderr, "%swarning: nothing will deliver %s now: %s\n", errPrefix, res.ID, res.Waiting)
+	}
+}
+
 // sendViaService sends a draft the command line has read and checked
 // (d, with the flags applied) to the service. The artifacts given by path
 // are checked and opened here, as this user, under the attach policy, and
@@ -452,6 +465,7 @@ func (a *app) sendViaService(ctx context.Context, svc *agentapi.Client, data []b
 	if err != nil {
 		return serviceError(err)
 	}
+	a.warnWaiting(res)
 	return a.printSent(res, f.format)
 }
 

@@ -71,7 +71,7 @@ func (a *app) each(ctx context.Context, args []string, format string, v verb) er
 		if r.Success {
 			fmt.Fprintln(a.stdout, r.Message)
 		} else {
-			fmt.Fprintf(a.stderr, "Error: %s\n", r.Message)
+			fmt.Fprintf(a.stderr, "%s%s\n", errPrefix, r.Message)
 		}
 	}
 	if first != 0 {

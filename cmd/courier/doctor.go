@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,12 @@ func (a *app) doctorCommand() *cobra.Command {
 			default:
 				fmt.Fprintln(a.stdout, "\nall checks passed.")
 			}
-			if failed > 0 {
+			switch {
+			case failed > 0 && !checks[0].OK && checks[0].Check == "config":
+				// A config the service would refuse: what every verb
+				// exits with for it.
+				return &exitError{code: exitConfig, silent: true}
+			case failed > 0:
 				return &exitError{code: exitUnavailable, silent: true}
 			}
 			return nil
@@ -116,11 +122,20 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		report("service", nil, fmt.Sprintf("running (pid %d), health %s at http://%s", rep.PID, rep.Status, cfg.Courier.HTTP.Listen))
 	} else {
 		report("service", nil, "not running (`courier serve` starts it)")
+		// serve would listen there: an address that cannot be bound
+		// (no such interface, a name that does not resolve, a port
+		// another program holds) fails here rather than at start.
+		report("http listen", checkListen(ctx, cfg.Courier.HTTP.Listen), cfg.Courier.HTTP.Listen+" can be bound")
 	}
 	set, err := a.buildProviders(cfg, providerEnv{log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
 		return checks
+	}
+	if mb, err := a.mailbox(); err == nil {
+		for _, q := range a.stuckDrafts(ctx, mb, set) {
+			report("outbound/"+string(q.provider), q.err, "")
+		}
 	}
 	provChecks := set.checks()
 	if len(provChecks) == 0 {
@@ -231,6 +246,42 @@ func secretFiles(cfg *config.Config) []string {
 		if !seen[f] {
 			seen[f] = true
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkListen binds addr and lets it go.
+func checkListen(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("courier.http.listen %s cannot be bound: %w", addr, err)
+	}
+	return l.Close()
+}
+
+// stuckDraft is a provider with drafts queued that nothing will deliver.
+type stuckDraft struct {
+	provider schema.Provider
+	err      error
+}
+
+// stuckDrafts finds the drafts queued for a provider that cannot send as
+// configured (email without SMTP, a provider not enabled): they would
+// wait forever, and the agent that wrote them is waiting too.
+func (a *app) stuckDrafts(ctx context.Context, mb *mailbox.Mailbox, set providerSet) []stuckDraft {
+	qs, err := mb.Outbound(ctx)
+	if err != nil {
+		return []stuckDraft{{provider: "", err: err}}
+	}
+	var out []stuckDraft
+	for _, q := range qs {
+		if q.Queued == 0 {
+			continue
+		}
+		if why := set.undelivered(q.Provider); why != "" {
+			out = append(out, stuckDraft{q.Provider, fmt.Errorf("%d draft(s) queued that nothing will deliver: %s", q.Queued, why)})
 		}
 	}
 	return out

@@ -28,6 +28,11 @@ const (
 	exitConfig      = 78 // EX_CONFIG
 )
 
+// errPrefix starts every error and warning the command line prints, under
+// whatever name the binary was invoked (courier, monoco, a renamed build):
+// one style that scripts and agents can match.
+const errPrefix = "courier: "
+
 // exitError carries an exit code with an error. A silent one has already
 // been reported.
 type exitError struct {

@@ -77,6 +77,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) && ee.silent {
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", filepath.Base(args[0]), strings.TrimSpace(err.Error()))
+	fmt.Fprintf(stderr, "%s%s\n", errPrefix, strings.TrimSpace(err.Error()))
 	return exitCode(err)
 }

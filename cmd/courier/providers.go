@@ -118,6 +118,21 @@ func (s providerSet) waiting() map[schema.Provider]string {
 	return out
 }
 
+// undelivered says why nothing will deliver a draft for p while the config
+// stays as it is; "" when a Sender will take it.
+func (s providerSet) undelivered(p schema.Provider) string {
+	for _, x := range s {
+		switch {
+		case x.Name != p || x.Sender != nil:
+		case x.Waiting != "":
+			return x.Waiting
+		default:
+			return fmt.Sprintf("courier.adapters.%s is not enabled, so its drafts stay queued until it is", p)
+		}
+	}
+	return ""
+}
+
 // health returns the /health entry of every provider that reports one.
 func (s providerSet) health() map[string]adapters.HealthReporter {
 	out := map[string]adapters.HealthReporter{}

@@ -45,7 +45,7 @@ func (a *app) readCommand() *cobra.Command {
 				// in bounded memory.
 				f, e, err := mb.OpenFile(cmd.Context(), id)
 				if err != nil {
-					fmt.Fprintf(a.stderr, "courier: %v\n", err)
+					fmt.Fprintf(a.stderr, "%s%v\n", errPrefix, err)
 					if first == nil {
 						first = err
 					}

@@ -172,6 +172,8 @@ func (a *app) send(ctx context.Context, file string, f sendFlags) error {
 	if err != nil {
 		return err
 	}
+	res.Waiting = set.undelivered(d.Provider)
+	a.warnWaiting(res)
 	return a.printSent(res, f.format)
 }
 

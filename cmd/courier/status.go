@@ -62,7 +62,11 @@ func (a *app) statusCommand() *cobra.Command {
 func (a *app) fetchHealth(ctx context.Context, listen string) (service.Report, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/health", nil)
+	if err != nil {
+		// Not an address a request can go to: no service answers there.
+		return service.Report{}, false
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return service.Report{}, false

@@ -205,6 +205,10 @@ type SendResult struct {
 	// the same as the front matter file written to outbound/.
 	Draft json.RawMessage `json:"draft"`
 	File  string          `json:"file"`
+	// Waiting says why nothing will deliver the draft now (its provider
+	// is not enabled, or has no way to send, as for email without SMTP);
+	// empty when a Sender will take it.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Error is a refusal: the command line's exit code and message.
