@@ -316,6 +316,11 @@ type Extra struct {
 	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
 	// ParseError says what could not be parsed; the message is still written.
 	ParseError Text `yaml:"parse_error,omitempty" json:"parse_error,omitempty"`
+	// Notes say what the message lacks that its provider makes optional
+	// in practice and Courier filled in (an email submitted without a
+	// Message-ID or a Date, as local programs submit mail): nothing was
+	// wrong with what it has.
+	Notes Text `yaml:"notes,omitempty" json:"notes,omitempty"`
 	// Overflow lists the text fields longer than a message file keeps:
 	// each goes on in artifacts.
 	Overflow []Overflow `yaml:"overflow,omitempty" json:"overflow,omitempty"`

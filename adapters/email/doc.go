@@ -63,7 +63,9 @@
 //     external_participants and personal_eligible (threading.Participants
 //     of From, Reply-To, To, Cc, Bcc less NormalizeOptions.Own; eligible
 //     only when the sender is verified, below), raw (the message as
-//     received, in the dropzone), synthetic_id, parse_error, auth.
+//     received, in the dropzone), synthetic_id, parse_error, notes (a
+//     Message-ID or Date the mail lacks, as local submissions do, and
+//     what stands in for it: not a parse error), auth.
 //
 // # Who sent it (metadata.extra.auth)
 //

@@ -106,7 +106,7 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 // order of the notes in parse_error. open reopens the raw message (nil
 // when it was not stored); the only error is one reading it.
 func build(msg *mime.Message, batch *dropzone.Batch, id, synthetic string, rawObj dropzone.Object, open func() (io.ReadCloser, error), opts NormalizeOptions) (*schema.Message, error) {
-	b := &builder{h: msg.Header, d: msg.Decoder, n: msg.Notes, m: newMessage()}
+	b := &builder{h: msg.Header, d: msg.Decoder, n: msg.Notes, notes: &mime.Notes{}, m: newMessage()}
 	b.origin(opts)
 	th, subject := b.identity(id, synthetic)
 	addrs := b.participants(opts.Own)
@@ -130,7 +130,10 @@ type builder struct {
 	h mime.Header
 	d *mime.Decoder
 	n *mime.Notes
-	m *schema.Message
+	// notes are what was missing and filled in (metadata.extra.notes),
+	// apart from what could not be parsed (n, parse_error).
+	notes *mime.Notes
+	m     *schema.Message
 	// from is the From field's address list as written (before the Sender
 	// stands in for it), which sender verification aligns.
 	from []mime.Address
@@ -182,7 +185,7 @@ func (b *builder) identity(id, synthetic string) (threading.Headers, string) {
 		id = "email_" + synthetic
 		m.Metadata.Extra.SyntheticID = true
 		if !h.Has("Message-Id") {
-			b.n.Addf("no Message-ID: id made from From, Date, Subject and body")
+			b.notes.Addf("no Message-ID: id made from From, Date, Subject and body")
 		} else {
 			b.n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body", mime.QuoteShort(th.MessageID))
 		}
@@ -246,7 +249,7 @@ func (b *builder) times(received time.Time) string {
 	switch {
 	case ok:
 	case !b.h.Has("Date"):
-		b.n.Addf("no Date: timestamp is the time received")
+		b.notes.Addf("no Date: timestamp is the time received")
 	default:
 		b.n.Addf("Date %s not understood: timestamp is the time received", mime.QuoteShort(rawDate))
 	}
@@ -360,7 +363,8 @@ func (b *builder) rawFields(raw map[string]any) {
 }
 
 // finish references the raw message (when the caller stored it) and
-// writes the notes, all of them now, to parse_error.
+// writes the notes, all of them now: what could not be parsed to
+// parse_error, what was missing and filled in to notes.
 func (b *builder) finish(rawObj dropzone.Object) {
 	x := &b.m.Metadata.Extra
 	if rawObj.ID != "" {
@@ -370,6 +374,7 @@ func (b *builder) finish(rawObj dropzone.Object) {
 		}
 	}
 	x.ParseError = schema.Text(b.n.String())
+	x.Notes = schema.Text(b.notes.String())
 }
 
 // sender makes the From participant (from is the Sender when From has no
