@@ -97,7 +97,9 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
-	if _, err := db.Exec(ddl); err != nil {
+	// The journal's table is new in an existing database too: created here,
+	// it needs no version change (nothing derived is rebuilt).
+	if _, err := db.Exec(ddl + eventsDDL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mailbox: state database %s: %w", path, dbError(err))
 	}

@@ -276,16 +276,27 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 		if err := reindexRow(ctx, tx, draftRow(d, box, rel)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ?`, d.ID)
-		return err
+		if _, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ?`, d.ID); err != nil {
+			return err
+		}
+		return mb.journal(ctx, tx, finishEvent(box), d.ID)
 	})
 	if err != nil {
 		return "", fmt.Errorf("mailbox: finish delivery of %s: %w", d.ID, err)
 	}
+	mb.signal()
 	if err := mb.fs.remove(mb.Abs(queuedRel)); err != nil {
 		mb.log.Warn("could not remove a delivered draft from outbound", "path", queuedRel, "err", err)
 	}
 	return rel, nil
+}
+
+// finishEvent is the journal's kind for a draft filed in box.
+func finishEvent(box Box) EventKind {
+	if box == BoxArchive {
+		return EventDelivered
+	}
+	return EventDead
 }
 
 // SetAside moves a file that cannot be delivered at all (it is not a valid

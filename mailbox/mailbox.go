@@ -44,6 +44,7 @@ type Mailbox struct {
 	fs   *fsRoot // every file below the mailbox folder goes through it
 	opts Options
 	log  *slog.Logger
+	subs subscribers // Subscribe's channels (events.go)
 }
 
 // Open opens the mailbox of the workspace at root. The mailbox must exist

@@ -219,8 +219,10 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 		}
 	}
 
-	indexed := map[string]string{} // id -> rel path in the index now
-	if !full {
+	// id -> rel path in the index now. A full rebuild reads it too, to
+	// journal what a crash left unindexed (events.go).
+	indexed := map[string]string{}
+	{
 		rows, err := mb.db.QueryContext(ctx, `SELECT id, path FROM messages`)
 		if err != nil {
 			return nil, dbError(err)
@@ -252,6 +254,7 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 		}
 	}
 	now := mb.now().UnixNano()
+	journaled := 0
 	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
 		if full {
 			for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`} {
@@ -283,6 +286,12 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			if err := in.insert(ctx, p.row); err != nil {
 				return err
 			}
+			if k, ok := mb.missedEvent(p.row, indexed, full); ok {
+				if err := mb.journal(ctx, tx, k, p.row.entry.ID); err != nil {
+					return err
+				}
+				journaled++
+			}
 			if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
 				// The file records why it was set aside.
 				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
@@ -312,6 +321,9 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 		return nil, fmt.Errorf("mailbox: reindex: %w", err)
 	}
 	st.Removed = len(gone)
+	if journaled > 0 {
+		mb.signal()
+	}
 	// The winning copies are durable and indexed: the stale ones can go.
 	for _, f := range stale {
 		if err := mb.fs.remove(f.path); err != nil {
@@ -326,6 +338,27 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 	}
 	st.Duration = time.Since(start)
 	return st, nil
+}
+
+// missedEvent says whether a row a scan indexes records an event the
+// journal missed: a crash between a file's rename and its index commit
+// (WriteInbound, FinishDelivery) left the file unindexed or indexed where
+// it was before. A full rebuild of an empty index (a new database)
+// misses nothing: its files are history, not news.
+func (mb *Mailbox) missedEvent(r row, indexed map[string]string, full bool) (EventKind, bool) {
+	if full && len(indexed) == 0 {
+		return "", false
+	}
+	prev, had := indexed[r.entry.ID]
+	box := Box(r.box)
+	switch {
+	case r.entry.Direction == schema.Inbound && box == BoxInbound && !had:
+		return EventInbound, true
+	case r.entry.Direction == schema.Outbound && (box == BoxArchive || box == BoxDeadletter) && had &&
+		strings.HasPrefix(prev, mb.Rel(filepath.Join(mb.Mailbox(), string(BoxOutbound)))+string(filepath.Separator)):
+		return finishEvent(box), true
+	}
+	return "", false
 }
 
 // cleanTmp removes temporary files of interrupted writes older than age.

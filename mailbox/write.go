@@ -92,11 +92,23 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 					return err
 				}
 			}
+			// In the index rows' transaction: what reacts to new mail
+			// finds every message the index has (events.go).
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.entry.ID
+			}
+			if err := mb.journal(ctx, tx, EventInbound, ids...); err != nil {
+				return err
+			}
 		}
 		return mb.saveCheckpoints(ctx, tx, cps)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: record batch: %w", err)
+	}
+	if len(rows) > 0 {
+		mb.signal()
 	}
 	for _, i := range idx {
 		written[i] = true // new, or found whole at its name after a crash
