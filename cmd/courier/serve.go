@@ -190,6 +190,10 @@ func assemble(cfg *config.Config, set providerSet, mb *mailbox.Mailbox, dz *drop
 	lt := service.NewLifetime(log)
 	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
 	lt.Add(service.Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
+	// Hooks run for what the journal holds, whenever it was written
+	// (notify.go); they stop before ingest flushes its last groups, which
+	// then wake them at the next start.
+	lt.Add(notifyComponent(cfg, mb, log))
 	for _, c := range extra {
 		lt.Add(c)
 	}

@@ -226,6 +226,7 @@ type Courier struct {
 	Mailbox  Mailbox  `yaml:"mailbox"`
 	Outbound Outbound `yaml:"outbound"`
 	Adapters Adapters `yaml:"adapters"`
+	Notify   []Hook   `yaml:"notify"` // wake-up hooks (notify.go)
 }
 
 // HTTP is the service's HTTP endpoint (/health, /metrics, webhooks).
@@ -997,6 +998,7 @@ func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
 	k.receiver(&cc.Adapters.Email.Receiver)
 	k.authservIDs(cc.Adapters.Email.AuthservIDs)
 	k.accounts(cc.Adapters.Email.Accounts)
+	k.notify(cc.Notify, secrets)
 	if secrets {
 		k.plaintextAuth(&cc.Adapters.Email)
 		k.lark(&cc.Adapters.Lark)
