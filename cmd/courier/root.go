@@ -72,7 +72,7 @@ it the caller's user.`,
 		c.GroupID = "mail"
 		root.AddCommand(c)
 	}
-	for _, c := range a.serviceCommands() {
+	for _, c := range append(a.serviceCommands(), a.daemonCommands()...) {
 		c.GroupID = "service"
 		root.AddCommand(c)
 	}

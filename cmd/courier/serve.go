@@ -32,7 +32,7 @@ func (a *app) serviceCommands() []*cobra.Command {
 	return []*cobra.Command{a.serveCommand(), a.statusCommand(), a.doctorCommand(), a.fetchCommand()}
 }
 
-type logFlags struct{ format, level string }
+type logFlags struct{ format, level, file string }
 
 func (a *app) serveCommand() *cobra.Command {
 	var lf logFlags
@@ -52,6 +52,7 @@ and answers the watchdog.`,
 	}
 	c.Flags().StringVar(&lf.format, "log-format", "", "text or json (default from the config, else text)")
 	c.Flags().StringVar(&lf.level, "log-level", "", "debug, info, warn or error (default from the config, else info)")
+	c.Flags().StringVar(&lf.file, "log-file", "", "log to this file, rotated by size (courier.log.max_size_mb, max_files), not stderr: what `courier start` passes")
 	return c
 }
 
@@ -96,7 +97,12 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if err := checkSecretModes(cfg); err != nil {
 		return err
 	}
-	log, err := newLogger(a.stderr, cfg, lf)
+	logw, closeLog, err := a.serveLogWriter(cfg, lf)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log, err := newLogger(logw, cfg, lf)
 	if err != nil {
 		return err
 	}
@@ -108,6 +114,11 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return err
 	}
 	defer lock.Release()
+	// The pid file names this serve to `courier stop` (daemon.go).
+	if err := service.WritePIDFile(a.pidPath()); err != nil {
+		return err
+	}
+	defer service.RemovePIDFile(a.pidPath(), os.Getpid())
 	if n, err := dz.RecoverTemp(time.Hour); err == nil && n > 0 {
 		log.Info("removed temporary dropzone files left by an interrupted write", "files", n)
 	}

@@ -221,6 +221,7 @@ type Courier struct {
 	HTTP     HTTP     `yaml:"http"`
 	Socket   Socket   `yaml:"socket"`
 	Log      Log      `yaml:"log"`
+	Systemd  Systemd  `yaml:"systemd"`
 	Debounce Debounce `yaml:"debounce"`
 	Limits   Limits   `yaml:"limits"`
 	Mailbox  Mailbox  `yaml:"mailbox"`
@@ -264,6 +265,32 @@ func (c *Config) SocketPath(root string) string {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error
 	Format string `yaml:"format"` // text | json (default: text on a terminal, json otherwise)
+	// File is the log of a service started with `courier start` (and
+	// read by `courier logs`), relative to the workspace unless absolute.
+	File string `yaml:"file"`
+	// MaxSizeMB is the size at which File is rotated; MaxFiles is how
+	// many rotated files are kept besides it (the oldest are removed).
+	MaxSizeMB int `yaml:"max_size_mb"`
+	MaxFiles  int `yaml:"max_files"`
+}
+
+// DefaultLogFile is the service's log file when `courier start` runs it.
+const DefaultLogFile = ".monoco/logs/courier.log"
+
+// LogPath returns the log file's absolute path in the workspace root.
+func (c *Config) LogPath(root string) string {
+	if filepath.IsAbs(c.Courier.Log.File) {
+		return filepath.Clean(c.Courier.Log.File)
+	}
+	return filepath.Join(root, c.Courier.Log.File)
+}
+
+// Systemd names the unit that runs the service, when one does: `courier
+// start`, `stop`, `restart` and `logs` then act through systemctl and
+// journalctl instead of on a process of their own.
+type Systemd struct {
+	Unit string `yaml:"unit"` // e.g. courier.service; "" = found from the running service's cgroup
+	User bool   `yaml:"user"` // a unit of the user's manager (systemctl --user)
 }
 
 // Debounce configures IM message merging.
@@ -490,6 +517,15 @@ func (c *Config) applyDefaults() {
 	}
 	if cc.Log.Level == "" {
 		cc.Log.Level = "info"
+	}
+	if cc.Log.File == "" {
+		cc.Log.File = DefaultLogFile
+	}
+	if cc.Log.MaxSizeMB == 0 {
+		cc.Log.MaxSizeMB = 10
+	}
+	if cc.Log.MaxFiles == 0 {
+		cc.Log.MaxFiles = 5
 	}
 	if cc.Debounce.WindowMS == 0 && !cc.Debounce.off {
 		cc.Debounce.WindowMS = 5000
@@ -1058,6 +1094,15 @@ func (k *checker) service(cc *Courier) {
 	case "", "text", "json":
 	default:
 		k.bad("courier.log.format", "%q is not one of text, json", cc.Log.Format)
+	}
+	if cc.Log.MaxSizeMB < 0 || cc.Log.MaxFiles < 0 {
+		k.bad("courier.log", "max_size_mb and max_files must not be negative (the log is always bounded)")
+	}
+	if strings.HasPrefix(cc.Log.File, "~") || strings.HasSuffix(cc.Log.File, "/") || strings.ContainsRune(cc.Log.File, 0) {
+		k.bad("courier.log.file", "%q is not a file path (~ is not expanded)", cc.Log.File)
+	}
+	if u := cc.Systemd.Unit; u != "" && (strings.ContainsAny(u, "/ \\") || strings.HasPrefix(u, "-")) {
+		k.bad("courier.systemd.unit", "%q is not a unit name (such as courier.service)", u)
 	}
 	if cc.Debounce.WindowMS < 0 || cc.Debounce.MaxWaitMS < 0 {
 		k.bad("courier.debounce", "times must not be negative")
