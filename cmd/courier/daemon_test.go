@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/mail"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,18 +101,18 @@ func svHealthPID(addr string) (int, error) {
 }
 
 // start runs the service detached and reports it once it is ready; a
-// second start is a conflict naming the pid; stop ends the process and
-// removes the pid file, and a draft queued just before stop is delivered
-// exactly once across the stop and the next start; restart replaces the
-// process.
+// second start is a conflict naming the pid; stop waits for the send in
+// flight, ends the process and removes the pid file; a stop whose wait
+// ends reports it (4), --force kills, and the draft is sent after the
+// next start; restart starts a stopped service and replaces a running one.
 func TestStartStop(t *testing.T) {
-	sink := testutil.StartSMTPSink(t, nil)
+	fake := testutil.StartSMTPFake(t)
 	ws := newWorkspace(t)
 	svCleanup(t, ws)
 	web, recv := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
   http: {listen: %s}
-  outbound: {rescan_interval: 1s}
+  outbound: {rescan_interval: 1s, shutdown_grace: 20s}
   adapters:
     email:
       enabled: true
@@ -120,7 +121,7 @@ func TestStartStop(t *testing.T) {
         - name: work
           addresses: [agent@corp.example]
           smtp: {host: %s, port: %d, tls: none}
-`, web, recv, sink.Host(), sink.Port()))
+`, web, recv, fake.Host(), fake.Port()))
 
 	out, e, code := svRun(t, ws, nil, "start")
 	m := svStartedRe.FindStringSubmatch(out)
@@ -160,14 +161,28 @@ func TestStartStop(t *testing.T) {
 		t.Errorf("second start: exit %d %s", code, e)
 	}
 
-	// A draft queued through the service, then stop at once.
-	out, e, code = svRun(t, ws, nil, "send", "--provider", "email", "--to", "ann@example.com", "--subject", "Report", "--text", "Here it is.")
-	if code != 0 {
-		t.Fatalf("send: exit %d %s%s", code, out, e)
+	// A draft in flight when stop comes: stop waits for its send (the SMTP
+	// peer holds the final "." until SIGTERM has been taken), and it is
+	// sent once.
+	hold := fake.HoldAt(1)
+	svSend(t, ws, "Report 1")
+	svHeld(t, hold)
+	stopCmd := exec.Command(courierBin, "--root", ws, "stop")
+	var stopOut bytes.Buffer
+	stopCmd.Stdout, stopCmd.Stderr = &stopOut, &stopOut
+	if err := stopCmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	out, e, code = svRun(t, ws, nil, "stop")
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("stopped (pid %d", pid)) {
-		t.Fatalf("stop: exit %d %s%s", code, out, e)
+	testutil.WaitFor(t, 20*time.Second, "the service stopping", func() bool {
+		return strings.Contains(svLog(t, ws), "stopping: finishing sends in flight")
+	})
+	if svGone(pid) {
+		t.Fatalf("the service ended with a send in flight:\n%s", svLog(t, ws))
+	}
+	hold.Release()
+	stopCmd.Wait()
+	if stopCmd.ProcessState.ExitCode() != 0 || !strings.Contains(stopOut.String(), fmt.Sprintf("stopped (pid %d", pid)) {
+		t.Fatalf("stop: exit %d %s", stopCmd.ProcessState.ExitCode(), stopOut.String())
 	}
 	if !svGone(pid) {
 		t.Errorf("pid %d still runs after stop said it stopped", pid)
@@ -181,44 +196,88 @@ func TestStartStop(t *testing.T) {
 	if !strings.Contains(svLog(t, ws), "msg=stopped") {
 		t.Errorf("no graceful stop in the log:\n%s", svLog(t, ws))
 	}
-	// The draft is not lost: sent, or still queued.
-	drafts := countIDs(t, ws, "--outbound")
-	if len(drafts) != 1 {
-		t.Fatalf("after stop, the outbound list is %v", drafts)
+	if sent := countIDs(t, ws, "--outbound", "--status", "sent"); len(sent) != 1 {
+		t.Errorf("after a graceful stop the draft in flight is not filed as sent: %v", sent)
 	}
 	_, e, code = svRun(t, ws, nil, "stop")
 	if code != exitNoService || !strings.Contains(e, "not running") {
 		t.Errorf("stop when stopped: exit %d %s", code, e)
 	}
 
-	// restart when stopped starts it; restart when running replaces it.
+	// restart when stopped starts it.
 	out, e, code = svRun(t, ws, nil, "restart")
 	if code != 0 || !strings.Contains(out, "was not running") || !svStartedRe.MatchString(out) {
 		t.Fatalf("restart when stopped: exit %d %s%s", code, out, e)
 	}
 	pid2, _ := strconv.Atoi(svStartedRe.FindStringSubmatch(out)[1])
-	// Delivered exactly once across the stop and the start.
-	sink.WaitMessages(t, 1, 20*time.Second)
-	testutil.WaitFor(t, 20*time.Second, "the draft archived as sent", func() bool {
-		return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1
+
+	// A send that does not end: stop reports at the end of its wait (4)
+	// and leaves the service be; --force kills it; the draft is not lost.
+	hold2 := fake.HoldAt(2)
+	svSend(t, ws, "Report 2")
+	svHeld(t, hold2)
+	_, e, code = svRun(t, ws, nil, "stop", "--timeout", "1s")
+	if code != exitTimeout || !strings.Contains(e, "still stopping after 1s") || svGone(pid2) {
+		t.Fatalf("stop with a send that hangs: exit %d %s (gone %v)", code, e, svGone(pid2))
+	}
+	out, e, code = svRun(t, ws, nil, "stop", "--timeout", "1s", "--force")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("killed (pid %d)", pid2)) || !svGone(pid2) {
+		t.Fatalf("stop --force: exit %d %s%s (gone %v)", code, out, e, svGone(pid2))
+	}
+	if _, err := os.Stat(svPIDFile(ws)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file after stop --force: %v", err)
+	}
+	out, e, code = svRun(t, ws, nil, "start")
+	if code != 0 {
+		t.Fatalf("start after a kill: exit %d %s%s", code, out, e)
+	}
+	testutil.WaitFor(t, 20*time.Second, "the killed send sent again and filed", func() bool {
+		return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 2
 	})
+	subjects := map[string]int{}
+	for _, m := range fake.Messages() {
+		if msg, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
+			subjects[msg.Header.Get("Subject")]++
+		}
+	}
+	if subjects["Report 1"] != 1 || subjects["Report 2"] < 1 {
+		t.Errorf("sent: %v", subjects)
+	}
+
+	// restart when running replaces the process.
+	pid3, _ := strconv.Atoi(svStartedRe.FindStringSubmatch(out)[1])
 	out, e, code = svRun(t, ws, nil, "restart")
 	m = svStartedRe.FindStringSubmatch(out)
-	if code != 0 || m == nil || !strings.Contains(out, fmt.Sprintf("stopped (pid %d", pid2)) {
+	if code != 0 || m == nil || !strings.Contains(out, fmt.Sprintf("stopped (pid %d", pid3)) {
 		t.Fatalf("restart: exit %d %s%s", code, out, e)
 	}
-	pid3, _ := strconv.Atoi(m[1])
-	if pid3 == pid2 || !svGone(pid2) {
-		t.Errorf("restart: old pid %d (gone %v), new %d", pid2, svGone(pid2), pid3)
+	pid4, _ := strconv.Atoi(m[1])
+	if pid4 == pid3 || !svGone(pid3) {
+		t.Errorf("restart: old pid %d (gone %v), new %d", pid3, svGone(pid3), pid4)
 	}
-	if got, err := svHealthPID(web); err != nil || got != pid3 {
-		t.Errorf("/health after restart: pid %d %v, want %d", got, err, pid3)
+	if got, err := svHealthPID(web); err != nil || got != pid4 {
+		t.Errorf("/health after restart: pid %d %v, want %d", got, err, pid4)
 	}
 	if _, _, code = svRun(t, ws, nil, "stop"); code != 0 {
 		t.Errorf("last stop: exit %d", code)
 	}
-	if n := len(sink.Messages(t)); n != 1 {
-		t.Errorf("the draft was sent %d times", n)
+}
+
+// svSend queues a new email through the running service.
+func svSend(t *testing.T, ws, subject string) {
+	t.Helper()
+	out, e, code := svRun(t, ws, nil, "send", "--provider", "email", "--to", "ann@example.com", "--subject", subject, "--text", "Here it is.")
+	if code != 0 {
+		t.Fatalf("send: exit %d %s%s", code, out, e)
+	}
+}
+
+func svHeld(t *testing.T, h *testutil.Hold) {
+	t.Helper()
+	select {
+	case <-h.Held():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the draft was not sent")
 	}
 }
 
