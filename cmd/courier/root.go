@@ -68,7 +68,7 @@ it the caller's user.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
 	root.AddGroup(&cobra.Group{ID: "mail", Title: "Mailbox:"}, &cobra.Group{ID: "service", Title: "Service:"}, &cobra.Group{ID: "maint", Title: "Maintenance:"})
 	for _, c := range []*cobra.Command{a.listCommand(), a.readCommand(), a.sendCommand(), a.claimCommand(), a.doneCommand(),
-		a.failCommand(), a.threadCommand(), a.contextCommand(), a.watchCommand()} {
+		a.failCommand(), a.threadCommand(), a.contextCommand(), a.watchCommand(), a.mcpCommand()} {
 		c.GroupID = "mail"
 		root.AddCommand(c)
 	}

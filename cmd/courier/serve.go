@@ -137,9 +137,15 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return err
 	}
 	defer closeAgents()
-	svc, lt := assemble(cfg, set, mb, dz, log, func(h http.Handler) service.Component {
+	// MCP at /mcp on the HTTP listener (mcp.go).
+	serveHTTP, closeMCP, err := a.mcpMount(cfg, mb, set, log, func(h http.Handler) service.Component {
 		return httpComponent(cfg.Courier.HTTP.Listen, h, log)
-	}, agents)
+	})
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	svc, lt := assemble(cfg, set, mb, dz, log, serveHTTP, agents)
 	if err := lt.Start(ctx); err != nil {
 		log.Error("courier could not start", "err", err)
 		return withCode(exitUnavailable, err)

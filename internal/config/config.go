@@ -225,6 +225,7 @@ type Courier struct {
 	Debounce Debounce `yaml:"debounce"`
 	Limits   Limits   `yaml:"limits"`
 	Mailbox  Mailbox  `yaml:"mailbox"`
+	MCP      MCP      `yaml:"mcp"`
 	Outbound Outbound `yaml:"outbound"`
 	Adapters Adapters `yaml:"adapters"`
 	Notify   []Hook   `yaml:"notify"` // wake-up hooks (notify.go)
@@ -321,6 +322,27 @@ type Limits struct {
 	// memory in proportion to max_text_bytes. 0: one a CPU, at most 4.
 	NormalizeConcurrency int `yaml:"normalize_concurrency"`
 }
+
+// MCP is the Model Context Protocol server's HTTP endpoint, /mcp on the
+// HTTP listener (`courier mcp` serves stdio and needs none of it).
+type MCP struct {
+	// HTTP serves /mcp (default true; false: no /mcp).
+	HTTP *bool `yaml:"http"`
+	// TokenFile holds a bearer token every request to /mcp must carry
+	// (Authorization: Bearer ...), relative to the workspace unless
+	// absolute; without it, whoever reaches the listener may use /mcp.
+	TokenFile string `yaml:"token_file"`
+	// MaxSessions bounds the sessions open at once (default 32);
+	// SessionTimeout closes one idle for so long (default 30m).
+	MaxSessions    int      `yaml:"max_sessions"`
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// MaxRequestBytes bounds a request's body (default 8 MiB: a draft
+	// of limits.max_draft_bytes, escaped, in JSON-RPC).
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
+}
+
+// Enabled reports whether /mcp is served.
+func (m MCP) Enabled() bool { return m.HTTP == nil || *m.HTTP }
 
 // Mailbox configures claims.
 type Mailbox struct {
@@ -550,6 +572,15 @@ func (c *Config) applyDefaults() {
 	}
 	if cc.Mailbox.MaxFailures == 0 {
 		cc.Mailbox.MaxFailures = 3
+	}
+	if cc.MCP.MaxSessions == 0 {
+		cc.MCP.MaxSessions = 32
+	}
+	if cc.MCP.SessionTimeout == 0 {
+		cc.MCP.SessionTimeout = Duration(30 * time.Minute)
+	}
+	if cc.MCP.MaxRequestBytes == 0 {
+		cc.MCP.MaxRequestBytes = 8 << 20
 	}
 	o := &cc.Outbound
 	if o.MaxAttempts == 0 {
@@ -1078,6 +1109,12 @@ func (k *checker) bad(path, format string, args ...any) {
 func (k *checker) service(cc *Courier) {
 	if err := listenAddr(cc.HTTP.Listen); err != nil {
 		k.bad("courier.http.listen", "%v", err)
+	}
+	if m := cc.MCP; m.MaxSessions < 0 || m.SessionTimeout < 0 || m.MaxRequestBytes < 0 {
+		k.bad("courier.mcp", "max_sessions, session_timeout and max_request_bytes must not be negative")
+	}
+	if p := cc.MCP.TokenFile; strings.HasPrefix(p, "~") {
+		k.bad("courier.mcp.token_file", "%q: ~ is not expanded here; write the absolute path", p)
 	}
 	switch p := cc.Socket.Path; {
 	case strings.HasPrefix(p, "~"):

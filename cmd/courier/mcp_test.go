@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monoco/courier/internal/testutil"
+)
+
+// mcpEmailConfig is a workspace's config with the SMTP receiver and an
+// account that replies through sink, plus extra under courier:.
+func mcpEmailConfig(t *testing.T, ws string, sink *testutil.SMTPSink, extra string) (recv, web string) {
+	t.Helper()
+	recv, web = testutil.FreeAddr(t), testutil.FreeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf(`courier:
+  http: {listen: %s}
+  outbound: {rescan_interval: 1s}
+%s  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: %s, addresses: [agent@corp.example]}
+      accounts:
+        - name: work
+          addresses: [agent@corp.example]
+          smtp: {host: %s, port: %d, tls: none}
+`, web, extra, recv, sink.Host(), sink.Port()))
+	return recv, web
+}
+
+// mcpConnect opens a session of the go-sdk's client over t.
+func mcpConnect(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// mcpCall calls a tool and returns its result, failing the test on a
+// protocol error (a tool's refusal is a result, IsError).
+func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	return res
+}
+
+// mcpOK calls a tool that must succeed and decodes its structured result.
+func mcpOK(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res := mcpCall(t, cs, tool, args)
+	if res.IsError {
+		t.Fatalf("%s %v: refused: %s", tool, args, mcpTextOf(res))
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: structured content %s: %v", tool, b, err)
+		}
+	}
+	return res
+}
+
+// mcpRefused calls a tool that must refuse, with the CLI's exit code, in
+// words that contain want.
+func mcpRefused(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, code int, want string) string {
+	t.Helper()
+	res := mcpCall(t, cs, tool, args)
+	text := mcpTextOf(res)
+	if !res.IsError || !strings.Contains(text, fmt.Sprintf("(exit %d)", code)) || !strings.Contains(text, want) {
+		t.Errorf("%s %v: want a refusal, exit %d, saying %q; got error=%v %q", tool, args, code, want, res.IsError, text)
+	}
+	return text
+}
+
+func mcpTextOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+type mcpListed struct {
+	Messages []struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		ClaimedBy string `json:"claimed_by"`
+	} `json:"messages"`
+	Count     int  `json:"count"`
+	Truncated bool `json:"truncated"`
+}
+
+// An agent that speaks only MCP, over the service's /mcp: it is told of
+// the mail that arrives, lists it, reads it, claims it (a second agent is
+// refused, naming the holder), answers it (the reply is delivered over
+// SMTP with the reply headers), finishes it; and every tool refuses a bad
+// id as the CLI does.
+func TestMCPHTTPEndToEnd(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	recv, web := mcpEmailConfig(t, ws, sink, "")
+	s := startServe(t, ws, web)
+
+	updated := make(chan string, 16)
+	listChanged := make(chan struct{}, 16)
+	a := mcpConnect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + web + "/mcp"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler:     func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { listChanged <- struct{}{} },
+	})
+	ctx := context.Background()
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpInboxURI}); err != nil {
+		t.Fatal(err)
+	}
+	var l mcpListed
+	if mcpOK(t, a, "list", nil, &l); l.Count != 0 {
+		t.Fatalf("empty mailbox lists %+v", l)
+	}
+
+	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q1@example.com", "Logs please", "Can you look at the logs?"); err != nil {
+		t.Fatalf("send to the receiver: %v\n%s", err, s.Log())
+	}
+	select {
+	case uri := <-updated:
+		if uri != mcpInboxURI {
+			t.Errorf("updated %q", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no notifications/resources/updated for the new mail\n%s", s.Log())
+	}
+	select {
+	case <-listChanged:
+	case <-time.After(10 * time.Second):
+		t.Errorf("no notifications/resources/list_changed for the new mail")
+	}
+
+	mcpOK(t, a, "list", map[string]any{"provider": []string{"email"}}, &l)
+	if l.Count != 1 || l.Messages[0].Status != "new" {
+		t.Fatalf("list = %+v", l)
+	}
+	id := l.Messages[0].ID
+	res := mcpOK(t, a, "read", map[string]any{"id": id}, nil)
+	if text := mcpTextOf(res); !strings.Contains(text, "Can you look at the logs?") || !strings.Contains(text, "Subject:      Logs please") {
+		t.Errorf("read's text is not the CLI's:\n%s", text)
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); !bytes.Contains(sc, []byte(`"id":"`+id+`"`)) || !bytes.Contains(sc, []byte(`"message":{`)) {
+		t.Errorf("read's structured content: %s", sc)
+	}
+	rr, err := a.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpMessageURI + id})
+	if err != nil || len(rr.Contents) != 1 || !strings.HasPrefix(rr.Contents[0].Text, "---\n") || !strings.Contains(rr.Contents[0].Text, "Can you look at the logs?") {
+		t.Errorf("resources/read: %v %+v", err, rr)
+	}
+	lr, err := a.ListResources(ctx, nil)
+	if err != nil || len(lr.Resources) != 2 || lr.Resources[0].URI != mcpInboxURI || lr.Resources[1].URI != mcpMessageURI+id {
+		t.Errorf("resources/list: %v %+v", err, lr)
+	}
+
+	var claimed mcpVerbOut
+	mcpOK(t, a, "claim", map[string]any{"id": id, "agent": "triage"}, &claimed)
+	// Over HTTP the caller is the token's (mcp): names are qualified.
+	if claimed.ClaimedBy != "triage@mcp" || claimed.ExitCode != 0 {
+		t.Errorf("claim = %+v", claimed)
+	}
+	b := mcpConnect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + web + "/mcp"}, nil)
+	text := mcpRefused(t, b, "claim", map[string]any{"id": id, "agent": "other"}, exitConflict, "triage@mcp")
+	t.Logf("a second agent's claim: %s", text)
+	mcpRefused(t, b, "done", map[string]any{"id": id, "agent": "other"}, exitConflict, "triage@mcp")
+
+	var sent map[string]any
+	mcpOK(t, a, "send", map[string]any{"reply_to": id, "text": "Looking now.", "agent": "triage"}, &sent)
+	if sent["success"] != true || !strings.HasPrefix(fmt.Sprint(sent["id"]), "email_out_") {
+		t.Errorf("send = %v", sent)
+	}
+	msgs := sink.WaitMessages(t, 1, 20*time.Second)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get("In-Reply-To") != "<q1@example.com>" || m.Header.Get("Subject") != "Re: Logs please" || msgs[0].To[0] != "ann@example.com" {
+		t.Errorf("reply: In-Reply-To %q Subject %q to %v", m.Header.Get("In-Reply-To"), m.Header.Get("Subject"), msgs[0].To)
+	}
+
+	var done mcpVerbOut
+	mcpOK(t, a, "done", map[string]any{"id": id, "agent": "triage"}, &done)
+	if done.Status != "done" || !strings.Contains(done.Path, "archive/email/") {
+		t.Errorf("done = %+v", done)
+	}
+	if mcpOK(t, a, "list", nil, &l); l.Count != 0 {
+		t.Errorf("the inbox after done: %+v", l)
+	}
+	var th mcpListed
+	mcpOK(t, a, "thread", map[string]any{"key": id}, &th)
+	if th.Count != 2 {
+		t.Errorf("thread: the message and the reply, got %+v", th)
+	}
+
+	mcpBadIDs(t, a)
+	if code := s.Stop(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM with MCP sessions open:\n%s", code, s.Log())
+	}
+}
+
+// mcpBadIDs checks every tool's refusal of an id that is not there, or not
+// an id at all: the CLI's message and exit code, nothing done.
+func mcpBadIDs(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	const missing = "email_00000000000000000000"
+	mcpRefused(t, cs, "read", map[string]any{"id": missing}, exitNotFound, missing)
+	mcpRefused(t, cs, "read", map[string]any{"id": "--raw"}, exitUsage, "not a message id")
+	mcpRefused(t, cs, "claim", map[string]any{"id": missing}, exitNotFound, missing)
+	mcpRefused(t, cs, "done", map[string]any{"id": missing}, exitNotFound, missing)
+	mcpRefused(t, cs, "fail", map[string]any{"id": missing, "reason": "x"}, exitNotFound, missing)
+	mcpRefused(t, cs, "thread", map[string]any{"key": missing}, exitNotFound, missing)
+	mcpRefused(t, cs, "context", map[string]any{"correlation_id": "nothing_here"}, exitNotFound, "nothing_here")
+	mcpRefused(t, cs, "send", map[string]any{"reply_to": missing, "text": "hi"}, exitDataErr, "reply_to")
+	mcpRefused(t, cs, "attachment", map[string]any{"id": "sha256:" + strings.Repeat("0", 64)}, exitNotFound, "")
+	mcpRefused(t, cs, "attachment", map[string]any{"id": "report.pdf"}, exitUsage, "not a dropzone id")
+	mcpRefused(t, cs, "list", map[string]any{"provider": []string{"fax"}}, exitUsage, `"fax"`)
+	mcpRefused(t, cs, "list", map[string]any{"limit": mcpMaxLimit + 1}, exitUsage, "limit")
+	ctx := context.Background()
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpMessageURI + missing}); err == nil {
+		t.Errorf("resources/read of a missing message answered")
+	}
+}
+
+// Over stdio, spawned by the agent: without the service the tools act on
+// the mailbox directly (claims, done); with it, they go through its socket,
+// exactly as the CLI decides, and a reply is delivered.
+func TestMCPStdio(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	recv, web := mcpEmailConfig(t, ws, sink, "")
+	emailThread(t, ws)
+	spawn := func(agent string) *mcp.ClientSession {
+		cmd := exec.Command(courierBin, "--root", ws, "mcp")
+		cmd.Env = append(os.Environ(), "COURIER_AGENT="+agent)
+		return mcpConnect(t, &mcp.CommandTransport{Command: cmd}, nil)
+	}
+	a, b := spawn("alice"), spawn("bob")
+	var l mcpListed
+	mcpOK(t, a, "list", nil, &l)
+	if l.Count != 1 {
+		t.Fatalf("list = %+v", l)
+	}
+	id := l.Messages[0].ID
+	// Without the service: direct, under $COURIER_AGENT unless named.
+	var c mcpVerbOut
+	mcpOK(t, a, "claim", map[string]any{"id": id}, &c)
+	if c.ClaimedBy != "alice" {
+		t.Errorf("claim = %+v", c)
+	}
+	mcpRefused(t, b, "claim", map[string]any{"id": id}, exitConflict, "alice")
+	mcpOK(t, a, "fail", map[string]any{"id": id, "reason": "try later"}, &c)
+	if c.Status != "failed" || c.Failures != 1 {
+		t.Errorf("fail = %+v", c)
+	}
+	mcpBadIDs(t, a)
+
+	// With the service: the same tools, through its socket.
+	s := startServe(t, ws, web)
+	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q2@example.com", "Disk full", "The disk is full."); err != nil {
+		t.Fatalf("send to the receiver: %v\n%s", err, s.Log())
+	}
+	mcpOK(t, b, "list", map[string]any{"status": []string{"new"}}, &l)
+	if l.Count != 1 {
+		t.Fatalf("list --status new = %+v", l)
+	}
+	id2 := l.Messages[0].ID
+	mcpOK(t, b, "claim", map[string]any{"id": id2, "agent": "bob-2"}, &c)
+	if c.ClaimedBy != "bob-2" {
+		t.Errorf("claim through the service = %+v", c)
+	}
+	mcpRefused(t, a, "claim", map[string]any{"id": id2}, exitConflict, "bob-2")
+	var sent map[string]any
+	draft := "---\nreply_to: " + id2 + "\ncorrelation_id: disk_1\n---\nCleaning up now.\n"
+	mcpOK(t, b, "send", map[string]any{"draft": draft}, &sent)
+	msgs := sink.WaitMessages(t, 1, 20*time.Second)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get("In-Reply-To") != "<q2@example.com>" || msgs[0].To[0] != "ann@example.com" {
+		t.Errorf("reply: In-Reply-To %q to %v", m.Header.Get("In-Reply-To"), msgs[0].To)
+	}
+	mcpOK(t, b, "done", map[string]any{"id": id2, "agent": "bob-2"}, &c)
+	var ctxd mcpListed
+	mcpOK(t, a, "context", map[string]any{"correlation_id": "disk_1"}, &ctxd)
+	if ctxd.Count != 1 {
+		t.Errorf("context disk_1 = %+v", ctxd)
+	}
+	if code := s.Stop(t); code != 0 {
+		t.Errorf("serve exit %d", code)
+	}
+}
+
+// /mcp refuses a page of another site (DNS rebinding) and, with a token
+// configured, a request without it.
+func TestMCPHTTPGuards(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	tok := filepath.Join(ws, "mcp-token")
+	if err := os.WriteFile(tok, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, web := mcpEmailConfig(t, ws, sink, "  mcp: {token_file: "+tok+"}\n")
+	s := startServe(t, ws, web)
+	url := "http://" + web + "/mcp"
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	post := func(hdr map[string]string) int {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no token", nil, 401},
+		{"a wrong token", map[string]string{"Authorization": "Bearer s3cret-tokem"}, 401},
+		{"not a bearer", map[string]string{"Authorization": "Basic s3cret-token"}, 401},
+		{"another site", map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "http://evil.example"}, 403},
+		{"a rebound name", map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "http://127.0.0.1.evil.example:8644"}, 403},
+		{"the token", map[string]string{"Authorization": "Bearer s3cret-token"}, 200},
+		{"the token from a local page", map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "http://localhost:3000"}, 200},
+	} {
+		if got := post(c.hdr); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// The go-sdk's client with the token works end to end.
+	cs := mcpConnect(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcpBearer{"s3cret-token"}}}, nil)
+	var l mcpListed
+	mcpOK(t, cs, "list", nil, &l)
+	if strings.Contains(s.Log(), "s3cret-token") {
+		t.Errorf("the token is in the log")
+	}
+}
+
+type mcpBearer struct{ token string }
+
+func (b mcpBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
