@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,7 +82,8 @@ a unit's) it runs systemctl start instead.`,
 		},
 	}
 	f := c.Flags()
-	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for the service to say it is ready (IMAP logins, Slack and Lark connections)")
+	o.timeout = time.Minute
+	f.Var((*seconds)(&o.timeout), "timeout", "how long to wait for the service to say it is ready (IMAP logins, Slack and Lark connections)")
 	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground, as `courier serve` does")
 	f.BoolVar(&o.debug, "debug", false, "log at debug level (--log-level debug)")
 	f.StringVar(&o.lf.format, "log-format", "", "text or json (default from the config, else text)")
@@ -111,8 +113,13 @@ Under systemd it runs systemctl stop instead.`,
 }
 
 func addStopFlags(c *cobra.Command, o *stopOpts) {
-	c.Flags().DurationVar(&o.timeout, "timeout", 0, "how long to wait for the service to stop (default courier.outbound.shutdown_grace + 15s)")
+	c.Flags().Var((*seconds)(&o.timeout), "timeout", "how long to wait for the service to stop, as 45s or 45 (default courier.outbound.shutdown_grace + 15s)")
 	c.Flags().BoolVar(&o.force, "force", false, "kill the service (SIGKILL) if it has not stopped when the wait ends")
+	// Upstream's stop --wait blocks until the service has stopped, which
+	// this stop always does.
+	var wait bool
+	c.Flags().BoolVar(&wait, "wait", true, "wait until the service has stopped (always)")
+	c.Flags().MarkHidden("wait")
 }
 
 func (a *app) restartCommand() *cobra.Command {
@@ -148,10 +155,37 @@ func (a *app) restartCommand() *cobra.Command {
 		},
 	}
 	addStopFlags(c, &so)
-	c.Flags().DurationVar(&o.timeout, "start-timeout", time.Minute, "how long to wait for the service to say it is ready")
+	o.timeout = time.Minute
+	c.Flags().Var((*seconds)(&o.timeout), "start-timeout", "how long to wait for the service to say it is ready")
 	c.Flags().BoolVar(&o.debug, "debug", false, "log at debug level (--log-level debug)")
 	return c
 }
+
+// seconds is a duration flag that also takes a bare number of seconds, as
+// upstream's `stop --timeout 30` does.
+type seconds time.Duration
+
+func (s *seconds) String() string {
+	if *s == 0 {
+		return ""
+	}
+	return time.Duration(*s).String()
+}
+
+func (s *seconds) Set(v string) error {
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 {
+		*s = seconds(n * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q is not a duration (45s, 2m) or a number of seconds", v)
+	}
+	*s = seconds(d)
+	return nil
+}
+
+func (s *seconds) Type() string { return "duration" }
 
 // pidPath is the pid file of the workspace's service.
 func (a *app) pidPath() string {

@@ -671,3 +671,61 @@ func TestSystemdVerbs(t *testing.T) {
 	svRun(t, ws, env, "logs", "-n", "2")
 	same("logs --user", calls(), []string{"journalctl --user-unit courier-sv.service -n 2 --no-pager"})
 }
+
+// stop stops a serve started in the foreground too (it writes the pid
+// file as well): gracefully, exit 0.
+func TestStopForegroundServe(t *testing.T) {
+	ws := newWorkspace(t)
+	web := svMinimal(t, ws)
+	s := startServe(t, ws, web)
+	out, e, code := svRun(t, ws, nil, "stop")
+	if code != 0 || !strings.Contains(out, "stopped (pid") {
+		t.Fatalf("stop: exit %d %s%s", code, out, e)
+	}
+	if code := s.Stop(t); code != 0 || !strings.Contains(s.Log(), "msg=stopped") {
+		t.Errorf("the foreground serve ended with exit %d:\n%s", code, s.Log())
+	}
+}
+
+// Two starts at once: one starts the service, the other is a conflict;
+// one service runs.
+func TestStartTwiceAtOnce(t *testing.T) {
+	ws := newWorkspace(t)
+	svCleanup(t, ws)
+	web := svMinimal(t, ws)
+	type result struct {
+		out, e string
+		code   int
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.Command(courierBin, "--root", ws, "start")
+			var o, e bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &o, &e
+			cmd.Run()
+			results <- result{o.String(), e.String(), cmd.ProcessState.ExitCode()}
+		}()
+	}
+	codes := map[int]int{}
+	var started int
+	for range 2 {
+		r := <-results
+		codes[r.code]++
+		if m := svStartedRe.FindStringSubmatch(r.out); m != nil {
+			started, _ = strconv.Atoi(m[1])
+		}
+		if r.code != 0 && (r.code != exitConflict || !strings.Contains(r.e, "running")) {
+			t.Errorf("start: exit %d %s%s", r.code, r.out, r.e)
+		}
+	}
+	if codes[0] != 1 || codes[exitConflict] != 1 {
+		t.Fatalf("two starts at once: exit codes %v", codes)
+	}
+	if got, err := svHealthPID(web); err != nil || got != started {
+		t.Errorf("/health: pid %d %v, start said %d", got, err, started)
+	}
+	if _, e, code := svRun(t, ws, nil, "stop"); code != 0 {
+		t.Errorf("stop: exit %d %s", code, e)
+	}
+}
