@@ -146,8 +146,8 @@ func (r *Runner) exec(ctx context.Context, h *hookState, items []*item, t target
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	if out.Len() > 0 || out.dropped > 0 {
-		r.log.Info("notify: hook output", "hook", h.Name, "id", t.id, "output", out.String(), "dropped_bytes", out.dropped)
+	if out.buf.Len() > 0 || out.dropped > 0 {
+		r.log.Info("notify: hook output", "hook", h.Name, "id", t.id, "output", out.buf.String(), "dropped_bytes", out.dropped)
 	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
@@ -209,20 +209,22 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// capped keeps the first max bytes written and counts the rest.
+// capped keeps the first max bytes written and counts the rest. It is
+// no bytes.Buffer itself: io.Copy would call the buffer's ReadFrom and
+// read the whole output past the bound.
 type capped struct {
-	bytes.Buffer
+	buf     bytes.Buffer
 	max     int
 	dropped int64
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.Len()
+	room := c.max - c.buf.Len()
 	if room >= len(p) {
-		return c.Buffer.Write(p)
+		return c.buf.Write(p)
 	}
 	if room > 0 {
-		c.Buffer.Write(p[:room])
+		c.buf.Write(p[:room])
 	}
 	c.dropped += int64(len(p) - max(room, 0))
 	return len(p), nil

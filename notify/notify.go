@@ -118,6 +118,7 @@ type Runner struct {
 	hooks []*hookState
 
 	results chan result
+	stopped chan struct{} // closed when the loop has returned: results go nowhere
 	cancel  context.CancelFunc
 	runCtx  context.Context // calls; cancelled when Stop runs out of time
 	stopRun context.CancelFunc
@@ -136,7 +137,6 @@ type hookState struct {
 	inflight int
 	lim      limiter
 	full     bool // the queue is at max_queue (said once)
-	runs     int  // calls made (for tests and health)
 }
 
 type item struct {
@@ -201,7 +201,7 @@ func New(mb *mailbox.Mailbox, opts *Options) *Runner {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	r := &Runner{mb: mb, opts: o, log: o.Logger, results: make(chan result, 64)}
+	r := &Runner{mb: mb, opts: o, log: o.Logger, results: make(chan result, 64), stopped: make(chan struct{})}
 	for _, h := range o.Hooks {
 		h.defaults()
 		r.hooks = append(r.hooks, &hookState{Hook: h, lim: limiter{calls: h.RateCalls, per: h.RatePer}})
@@ -221,6 +221,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		defer close(r.stopped)
 		defer unsub()
 		r.loop(lctx, wake)
 	}()
@@ -233,9 +234,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
 	}
-	r.cancel()
+	r.cancel() // no new calls; the loop records those that end
 	done := make(chan struct{})
-	go func() { r.calls.Wait(); r.wg.Wait(); close(done) }()
+	go func() { r.wg.Wait(); r.calls.Wait(); close(done) }()
 	select {
 	case <-done:
 		r.stopRun()
@@ -337,6 +338,7 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}) {
 		timer.Reset(max(time.Until(next), time.Millisecond))
 		select {
 		case <-ctx.Done():
+			r.drain()
 			return
 		case <-wake:
 		case res := <-r.results:
@@ -344,6 +346,28 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}) {
 		case <-timer.C:
 		}
 	}
+}
+
+// drain records the calls running at a stop as they end, so that a call
+// that succeeded during the shutdown grace does not run again, until
+// Stop's time is up.
+func (r *Runner) drain() {
+	for r.running() > 0 {
+		select {
+		case res := <-r.results:
+			r.finish(res)
+		case <-r.runCtx.Done():
+			return
+		}
+	}
+}
+
+func (r *Runner) running() int {
+	n := 0
+	for _, h := range r.hooks {
+		n += h.inflight
+	}
+	return n
 }
 
 // fanOut moves new journal events into the queues of the hooks that want
@@ -608,12 +632,16 @@ func (r *Runner) start(h *hookState, items []*item) {
 		it.running = true
 	}
 	h.inflight++
-	h.runs++
 	r.calls.Add(1)
 	go func() {
 		defer r.calls.Done()
 		err := r.call(r.runCtx, h, items)
-		r.results <- result{h: h, items: items, err: err}
+		select {
+		case r.results <- result{h: h, items: items, err: err}:
+		case <-r.stopped:
+			// Stopping: what succeeded is not recorded, and runs again
+			// after the next start (at least once).
+		}
 	}()
 }
 

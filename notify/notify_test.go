@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -489,5 +490,78 @@ func TestLimiter(t *testing.T) {
 	}
 	if _, ok := l.take(t0.Add(time.Minute)); !ok {
 		t.Fatal("a call once the window moved refused")
+	}
+}
+
+// ntLog is a logger whose output the test reads once the runner stopped.
+type ntLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *ntLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *ntLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// An exec hook that outlives its timeout is killed with what it started
+// (its process group), and run again; what it prints reaches the log cut
+// to max_output.
+func TestExecTimeoutRetriedOutputBounded(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ran")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	lines := bufio.NewScanner(rf)
+	// The first run prints 100 KB, starts a child that would outlive it,
+	// and hangs; the second says it ran.
+	script := `if [ ! -e "$D/first" ]; then touch "$D/first"; head -c 100000 /dev/zero | tr '\0' x; sleep 300 & echo $! > "$D/child"; echo "hung" > "$D/ran"; sleep 300; fi; echo "ran" > "$D/ran"`
+	var log ntLog
+	r := New(mb, &Options{Hooks: []Hook{{Name: "slow", Exec: []string{script}, Shell: true, Env: map[string]string{"D": dir}, Timeout: 500 * time.Millisecond, MaxOutput: 1000}},
+		Root: mb.Root, BackoffBase: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ntWrite(t, mb, ntMsg("C1_1700000000_001001", ""))
+	for _, want := range []string{"hung", "ran"} {
+		if !lines.Scan() || lines.Text() != want {
+			t.Fatalf("hook said %q, want %q", lines.Text(), want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "child"))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		t.Fatalf("child pid %q", b)
+	}
+	// Killed, it may stay a zombie until its new parent reaps it.
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the hook's child outlived its timeout: %s", st)
+	}
+	out := log.String()
+	if !strings.Contains(out, "timed out after 500ms") {
+		t.Errorf("the log does not say the hook timed out:\n%s", out)
+	}
+	if strings.Contains(out, strings.Repeat("x", 1001)) || !strings.Contains(out, strings.Repeat("x", 1000)) || !strings.Contains(out, "dropped_bytes=99000") {
+		t.Errorf("output not kept to 1000 bytes: %d bytes of log: %.600s", len(out), out)
 	}
 }
