@@ -124,9 +124,18 @@ func BenchmarkMessageToHook(b *testing.B) {
 		row("mail → exec hook started", toExec)
 		row("mail → inotify watcher on inbound/ woken (baseline)", toWatch)
 	}
-	var added []time.Duration
-	for i := range durable {
-		added = append(added, max(toExec[i]-durable[i], 0))
+	// The hooks' own share: from the 250 (durable and indexed) to the
+	// hook's start, per mail.
+	for _, h := range []struct {
+		what string
+		lat  []time.Duration
+	}{{"url hook POST received", toURL}, {"exec hook started", toExec}} {
+		added := make([]time.Duration, len(durable))
+		for i := range durable {
+			added[i] = max(h.lat[i]-durable[i], 0)
+		}
+		p50, p99 := benchutil.Pct(added, 0.5), benchutil.Pct(added, 0.99)
+		benchutil.Report(b, fmt.Sprintf("durable file (the 250) → %s, p50 / p99 over %d mails", h.what, n), benchutil.Ms(p50)+" / "+benchutil.Ms(p99),
+			"", "", "< 1 s", fmt.Sprint(p99 < time.Second))
 	}
-	benchutil.Report(b, fmt.Sprintf("durable file → exec hook started, p99 over %d mails", n), benchutil.Ms(benchutil.Pct(added, 0.99)), "", "", "< 1 s", fmt.Sprint(benchutil.Pct(added, 0.99) < time.Second))
 }
