@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -269,6 +270,9 @@ func (a *app) start(ctx context.Context, o startOpts) error {
 			return withCode(exitConflict, errors.New(r.String()))
 		}
 	}
+	if err := refuseRootInOthersWorkspace(a.root); err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start: finding this program to run it: %w", err)
@@ -372,6 +376,25 @@ func (a *app) start(ctx context.Context, o startOpts) error {
 		why = "was interrupted while starting"
 	}
 	return withCode(exitUnavailable, fmt.Errorf("courier serve (pid %d) %s and was stopped; the log's last lines (%s):\n%s", pid, why, logPath, logTail(logPath, from, 20)))
+}
+
+// refuseRootInOthersWorkspace refuses a start by root in a workspace
+// another user owns (the service's, under a careless sudo): the service
+// would write files of root's into it, which the owner's service could
+// not then change.
+func refuseRootInOthersWorkspace(root string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Stat(mailbox.Layout{Root: root}.Monoco(), &st) != nil || st.Uid == 0 {
+		return nil
+	}
+	name := strconv.Itoa(int(st.Uid))
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	return withCode(exitNoPerm, fmt.Errorf("the workspace %s belongs to %s: start the service as that user (runuser -u %s -- courier start), not as root", root, name, name))
 }
 
 // daemonEnv is the environment of a detached serve: start's, without what

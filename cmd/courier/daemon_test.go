@@ -729,3 +729,24 @@ func TestStartTwiceAtOnce(t *testing.T) {
 		t.Errorf("stop: exit %d %s", code, e)
 	}
 }
+
+// root does not start the service in a workspace another user owns: its
+// files would be root's.
+func TestStartAsRootInOthersWorkspace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ws := newWorkspace(t)
+	svCleanup(t, ws)
+	svMinimal(t, ws)
+	if err := os.Chown(filepath.Join(ws, ".monoco"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, e, code := svRun(t, ws, nil, "start")
+	if code != exitNoPerm || !strings.Contains(e, "start the service as that user") {
+		t.Errorf("root's start in another user's workspace: exit %d %s", code, e)
+	}
+	if h, _ := service.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
+		t.Errorf("a serve started anyway (pid %d)", h.PID)
+	}
+}
