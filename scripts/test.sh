@@ -42,6 +42,13 @@ if command -v npm >/dev/null; then
 else
   echo "warning: no npm; TestNodeReference will be skipped" >&2
 fi
+# The official MCP conformance suite (and the Node 22 it needs, from npm),
+# which TestMCPConformance runs against the service's /mcp.
+mcpdir=cmd/courier/testdata/mcpconformance
+if command -v npm >/dev/null; then
+  npm ci --prefix "$mcpdir" --no-audit --no-fund --loglevel=error >/dev/null ||
+    echo "warning: npm ci in $mcpdir failed; TestMCPConformance will be skipped" >&2
+fi
 go vet ./...
 # Real servers are required when they are installed: a test that would
 # skip for lack of Dovecot fails instead, so CI cannot pass by skipping.

@@ -78,6 +78,9 @@ const (
 	// it to be told when mail arrives.
 	mcpInboxURI   = "courier://inbox"
 	mcpMessageURI = "courier://message/"
+	// mcpMaxSubscriptions bounds a session's subscriptions: the SDK
+	// keeps each URI a client names.
+	mcpMaxSubscriptions = 256
 )
 
 // errMCPTooLarge is a result over mcpMaxResult.
@@ -109,6 +112,46 @@ type mcpServer struct {
 	w   mcpWriter
 	srv *mcp.Server
 	log *slog.Logger
+
+	mu   sync.Mutex
+	subs map[*mcp.ServerSession]map[string]bool
+}
+
+// subscribe takes a subscription, up to mcpMaxSubscriptions a session.
+// Any URI may be subscribed to; only courier://inbox is ever updated.
+func (s *mcpServer) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs == nil {
+		s.subs = map[*mcp.ServerSession]map[string]bool{}
+	}
+	m := s.subs[req.Session]
+	if m == nil {
+		// A new session's first: forget those of sessions gone.
+		live := map[*mcp.ServerSession]bool{}
+		for ss := range s.srv.Sessions() {
+			live[ss] = true
+		}
+		for ss := range s.subs {
+			if !live[ss] {
+				delete(s.subs, ss)
+			}
+		}
+		m = map[string]bool{}
+		s.subs[req.Session] = m
+	}
+	if !m[req.Params.URI] && len(m) >= mcpMaxSubscriptions {
+		return fmt.Errorf("mcp: this session holds %d subscriptions, the most it may", len(m))
+	}
+	m[req.Params.URI] = true
+	return nil
+}
+
+func (s *mcpServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.subs[req.Session], req.Params.URI)
+	return nil
 }
 
 // newMCPServer makes the server; a must have its mailbox and dropzone
@@ -120,8 +163,8 @@ func newMCPServer(a *app, w mcpWriter, log *slog.Logger) *mcpServer {
 			"(so that no other agent works on it), answer with `send` (reply_to the message), then `done` (or `fail`). " +
 			"Subscribe to " + mcpInboxURI + " to be told when mail arrives; each message is also the resource courier://message/<id>.",
 		Logger:             log,
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 		Capabilities:       &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
 		KeepAlive:          time.Minute,
 		// Pings go unanswered while a client waits on a long call of

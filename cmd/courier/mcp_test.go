@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/mail"
 	"os"
@@ -188,6 +189,13 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 	t.Logf("a second agent's claim: %s", text)
 	mcpRefused(t, b, "done", map[string]any{"id": id, "agent": "other"}, exitConflict, "triage@mcp")
 
+	// Over HTTP the service opens no path an agent names.
+	mcpRefused(t, a, "send", map[string]any{"draft": "---\nreply_to: " + id + "\nartifacts:\n  - path: /etc/passwd\n---\nSee attached.\n"},
+		exitDataErr, "artifacts[0].path")
+	mcpRefused(t, a, "send", map[string]any{"reply_to": id, "text": "x", "attach": []string{"/etc/passwd"}}, exitDataErr, "dropzone object by id")
+	if q := countIDs(t, ws, "--outbound"); len(q) != 0 {
+		t.Fatalf("refused sends queued %v", q)
+	}
 	var sent map[string]any
 	mcpOK(t, a, "send", map[string]any{"reply_to": id, "text": "Looking now.", "agent": "triage"}, &sent)
 	if sent["success"] != true || !strings.HasPrefix(fmt.Sprint(sent["id"]), "email_out_") {
@@ -277,7 +285,6 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("fail = %+v", c)
 	}
 	mcpBadIDs(t, a)
-
 	// With the service: the same tools, through its socket.
 	s := startServe(t, ws, web)
 	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q2@example.com", "Disk full", "The disk is full."); err != nil {
@@ -359,6 +366,35 @@ func TestMCPHTTPGuards(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
+	// What a client may grow is bounded: its subscriptions (asked over
+	// the 2025-06-18 protocol, where a refusal is the request's answer).
+	rpc := func(sid, body string) (string, string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer s3cret-token")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	sid, _ := rpc("", init)
+	rpc(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i := 0; i <= mcpMaxSubscriptions; i++ {
+		_, ans := rpc(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"courier://message/x%d"}}`, i+2, i))
+		refused := strings.Contains(ans, "subscriptions, the most it may")
+		if refused != (i == mcpMaxSubscriptions) {
+			t.Fatalf("subscription %d: %s", i, ans)
+		}
+	}
+
 	// The go-sdk's client with the token works end to end.
 	cs := mcpConnect(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcpBearer{"s3cret-token"}}}, nil)
 	var l mcpListed
@@ -374,4 +410,44 @@ func (b mcpBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The independent check: the official MCP conformance suite, pinned in
+// testdata/mcpconformance (npm ci there; scripts/test.sh does), against
+// the service's /mcp. Every scenario of its active suite must pass but
+// those expected-failures.yaml lists, which drive fixtures of its
+// reference server (and must keep failing: a stale entry fails too).
+func TestMCPConformance(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "mcpconformance"))
+	node := filepath.Join(dir, "node_modules", ".bin", "node")
+	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, p := range []string{node, suite} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("the conformance suite is not installed (npm ci --prefix %s): %v", dir, err)
+		}
+	}
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	_, web := mcpEmailConfig(t, ws, sink, "")
+	emailThread(t, ws)
+	s := startServe(t, ws, web)
+	out := t.TempDir()
+	cmd := exec.Command(node, suite, "server", "--url", "http://"+web+"/mcp",
+		"--expected-failures", filepath.Join(dir, "expected-failures.yaml"), "-o", out)
+	cmd.Dir = out
+	report, err := cmd.CombinedOutput()
+	summary := string(report)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	if err != nil {
+		t.Fatalf("conformance: %v\n%s\n%s", err, summary, s.Log())
+	}
+	// Guard against a suite that ran nothing.
+	for _, want := range []string{"✓ server-initialize", "✓ ping", "✓ tools-list", "✓ resources-list", "✓ resources-subscribe", "✓ dns-rebinding-protection"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, summary)
+		}
+	}
+	t.Logf("%s", summary)
 }
