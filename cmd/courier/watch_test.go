@@ -217,3 +217,49 @@ func TestWatchPipeClosed(t *testing.T) {
 		t.Errorf("watch still runs: pids %s", out)
 	}
 }
+
+// --outbound prints drafts as they are delivered or dead-lettered, with
+// their status, and no inbound message.
+func TestWatchOutbound(t *testing.T) {
+	ws := newWorkspace(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, lines := ntWatch(t, ws, []string{watchGateEnv + "=" + gate}, "--outbound")
+	g, err := os.OpenFile(gate, os.O_WRONLY, 0) // watch has its position
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteString("go\n")
+	g.Close()
+	mb, err := mailbox.Open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	ctx := context.Background()
+	in := testutil.Message(schema.Lark, "om_o1", time.Now(), "inbound: not printed")
+	if _, err := mb.WriteInbound(ctx, []mailbox.Inbound{{Message: in}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := &schema.Draft{ID: "lark_out_" + strings.Repeat("a", 32), Provider: schema.Lark, To: schema.Recipients{"oc_1"}, CreatedAt: schema.TimePtr(time.Now()), Body: "x\n"}
+	rel, err := mb.Queue(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: 8, Reason: "230002 bot not in chat"}
+	if _, err := mb.FinishDelivery(ctx, d, rel, mailbox.BoxDeadletter); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-lines:
+		var e mailbox.Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.ID != d.ID || e.Status != mailbox.StatusDead {
+			t.Errorf("printed %s", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dead-lettered draft was not printed")
+	}
+	ntInterrupt(t, cmd)
+}
