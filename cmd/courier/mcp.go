@@ -322,13 +322,13 @@ func mcpSchema[T any]() *jsonschema.Schema {
 
 func (s *mcpServer) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "list", Annotations: ro, OutputSchema: mcpSchema[mcpEntries](),
+	mcpAddListing(s, &mcp.Tool{Name: "list", Annotations: ro,
 		Description: "List messages: by default the inbox (new, claimed, failed), newest first as `courier list --format json` prints them."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpListIn) (*mcp.CallToolResult, *mcpEntries, error) {
+		func(ctx context.Context, in mcpListIn) (*mcp.CallToolResult, error) {
 			limit := in.Limit
 			switch {
 			case limit < 0 || limit > mcpMaxLimit:
-				return nil, nil, mcpRefuse(fmt.Sprintf("limit %d is not between 1 and %d", limit, mcpMaxLimit), exitUsage)
+				return nil, mcpRefuse(fmt.Sprintf("limit %d is not between 1 and %d", limit, mcpMaxLimit), exitUsage)
 			case limit == 0:
 				limit = mcpDefaultLimit
 			}
@@ -356,14 +356,14 @@ func (s *mcpServer) addTools() {
 			}
 			return s.entries(ctx, limit, (*app).listCommand, args...)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "thread", Annotations: ro, OutputSchema: mcpSchema[mcpEntries](),
+	mcpAddListing(s, &mcp.Tool{Name: "thread", Annotations: ro,
 		Description: "Every message and draft of a thread, in time order, as `courier thread KEY --format json`. Nothing found is an error (exit 1)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpKeyIn) (*mcp.CallToolResult, *mcpEntries, error) {
+		func(ctx context.Context, in mcpKeyIn) (*mcp.CallToolResult, error) {
 			return s.entries(ctx, 0, (*app).threadCommand, in.Key, "--format", "json")
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "context", Annotations: ro, OutputSchema: mcpSchema[mcpEntries](),
+	mcpAddListing(s, &mcp.Tool{Name: "context", Annotations: ro,
 		Description: "Everything that carries a correlation id, inbound, archived and sent, in time order, as `courier context ID --format json`. Nothing found is an error (exit 1)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpCorrIn) (*mcp.CallToolResult, *mcpEntries, error) {
+		func(ctx context.Context, in mcpCorrIn) (*mcp.CallToolResult, error) {
 			return s.entries(ctx, 0, (*app).contextCommand, in.CorrelationID, "--format", "json")
 		})
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "read", Annotations: ro, OutputSchema: readSchema(),
@@ -448,31 +448,87 @@ func mcpArg(s string) error {
 	return nil
 }
 
-// entries runs a listing command and returns its entries; limit, when
-// not 0, is the most to return (the command was asked for one more, to
-// tell whether there were more).
-func (s *mcpServer) entries(ctx context.Context, limit int, cmd func(*app) *cobra.Command, args ...string) (*mcp.CallToolResult, *mcpEntries, error) {
+// entries runs a listing command and returns its entries as the
+// structured content {"messages": [...], "count": n, "truncated": bool},
+// the CLI's JSON spliced in as it printed it (one entry a line): a
+// listing of 100,000 entries is not decoded and encoded again entry by
+// entry. limit, when not 0, is the most to return (the command was asked
+// for one more, to tell whether there were more).
+func (s *mcpServer) entries(ctx context.Context, limit int, cmd func(*app) *cobra.Command, args ...string) (*mcp.CallToolResult, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := mcpArg(args[0]); err != nil {
-			return nil, nil, mcpRefuse(err.Error(), exitUsage)
+			return nil, mcpRefuse(err.Error(), exitUsage)
 		}
 	}
 	out, msg, code := s.cli(ctx, nil, "", cmd, args...)
 	if code != 0 {
-		return nil, nil, mcpRefuse(msg, code)
+		return nil, mcpRefuse(msg, code)
 	}
-	res := &mcpEntries{}
-	if err := json.Unmarshal(out, &res.Messages); err != nil {
-		return nil, nil, fmt.Errorf("mcp: reading the listing: %w", err)
+	list := bytes.TrimSpace(out)
+	if !bytes.HasPrefix(list, []byte("[")) || !bytes.HasSuffix(list, []byte("]")) {
+		return nil, fmt.Errorf("mcp: the listing is not a JSON array: %.100q", list)
 	}
-	if limit > 0 && len(res.Messages) > limit {
-		res.Messages, res.Truncated = res.Messages[:limit], true
+	n := bytes.Count(list, []byte("\n{"))
+	truncated := false
+	if limit > 0 && n > limit {
+		// Cut before the entry past the limit.
+		rest := list
+		at := 0
+		for range limit + 1 {
+			i := bytes.Index(rest, []byte("\n{"))
+			at += i + 1
+			rest = rest[i+1:]
+		}
+		list = append(bytes.TrimSuffix(list[:at-1], []byte(",")), "\n]"...)
+		n, truncated = limit, true
 	}
-	if res.Messages == nil {
-		res.Messages = []json.RawMessage{}
+	doc := make([]byte, 0, len(list)+64)
+	doc = append(doc, `{"messages":`...)
+	doc = append(doc, list...)
+	doc = fmt.Appendf(doc, `,"count":%d,"truncated":%t}`, n, truncated)
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}, nil
+}
+
+// mcpAddListing adds a tool whose result is a listing (entries): the
+// SDK's typed AddTool would decode the listing and encode it again, and
+// validate it entry by entry, which for 100,000 entries takes seconds.
+// The input is decoded here as AddTool would, unknown fields refused.
+func mcpAddListing[In any](s *mcpServer, t *mcp.Tool, h func(context.Context, In) (*mcp.CallToolResult, error)) {
+	t.InputSchema = mcpSchema[In]()
+	t.OutputSchema = mcpSchema[mcpEntries]()
+	s.srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in In
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+			args = []byte("{}")
+		}
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return mcpToolError(fmt.Sprintf("%s: the arguments: %v", t.Name, err), exitUsage), nil
+		}
+		res, err := h(ctx, in)
+		if err != nil {
+			return mcpToolError(mcpMessage(err), mcpCode(err)), nil
+		}
+		return res, nil
+	})
+}
+
+func mcpMessage(err error) string {
+	var r *mcpRefusal
+	if errors.As(err, &r) {
+		return r.msg
 	}
-	res.Count = len(res.Messages)
-	return nil, res, nil
+	return err.Error()
+}
+
+func mcpCode(err error) int {
+	var r *mcpRefusal
+	if errors.As(err, &r) {
+		return r.code
+	}
+	return exitSoftware
 }
 
 // attachment reads a dropzone object, bounded.
