@@ -410,7 +410,10 @@ func (r *Runner) fanOut(ctx context.Context) error {
 				}
 				f := facts[ev.Seq]
 				if f == nil {
-					f = r.factsOf(ctx, ev)
+					var err error
+					if f, err = r.factsOf(ctx, ev); err != nil {
+						return err // nothing moved: this batch is read again
+					}
 					facts[ev.Seq] = f
 				}
 				cursors[h] = ev.Seq
@@ -475,13 +478,15 @@ type facts struct {
 	personal    *bool
 }
 
-func (r *Runner) factsOf(ctx context.Context, ev mailbox.Event) *facts {
+// factsOf reads an event's file for the filters. A file gone or not
+// valid is missing (no hook runs for it, and the log says so); a database
+// busy or a stop is an error, and the event is read again later.
+func (r *Runner) factsOf(ctx context.Context, ev mailbox.Event) (*facts, error) {
 	f := &facts{}
 	if ev.Kind == mailbox.EventInbound {
 		m, _, err := r.mb.Message(ctx, ev.ID)
 		if err != nil {
-			r.log.Warn("notify: an event's message cannot be read; no hook runs for it", "id", ev.ID, "err", err)
-			return &facts{missing: true}
+			return r.missing(ctx, ev, err)
 		}
 		f.provider, f.correlation, f.personal = m.Provider, string(m.CorrelationID), m.Metadata.Extra.PersonalEligible
 		f.lane = lane(m.Provider, string(m.Session.ThreadKey), m.Session.ID, m.ID)
@@ -499,12 +504,11 @@ func (r *Runner) factsOf(ctx context.Context, ev mailbox.Event) *facts {
 				}
 			}
 		}
-		return f
+		return f, nil
 	}
 	d, _, err := r.mb.Draft(ctx, ev.ID)
 	if err != nil {
-		r.log.Warn("notify: an event's draft cannot be read; no hook runs for it", "id", ev.ID, "err", err)
-		return &facts{missing: true}
+		return r.missing(ctx, ev, err)
 	}
 	to := ""
 	if len(d.To) > 0 {
@@ -512,8 +516,17 @@ func (r *Runner) factsOf(ctx context.Context, ev mailbox.Event) *facts {
 	}
 	f.provider, f.correlation = d.Provider, string(d.CorrelationID)
 	f.lane = lane(d.Provider, string(d.ThreadKey), to, d.ID)
-	return f
+	return f, nil
 }
+
+func (r *Runner) missing(ctx context.Context, ev mailbox.Event, err error) (*facts, error) {
+	if ctx.Err() != nil || errors.Is(err, mailbox.ErrBusy) {
+		return nil, err
+	}
+	r.log.Warn("notify: an event's file cannot be read; no hook runs for it", "event", string(ev.Kind), "id", ev.ID, "err", err)
+	return &facts{missing: true}, nil
+}
+
 
 // lane is the thread an event's order is kept in: the thread key, else
 // the session (a channel's top-level messages), else the message alone.

@@ -565,3 +565,33 @@ func TestExecTimeoutRetriedOutputBounded(t *testing.T) {
 		t.Errorf("output not kept to 1000 bytes: %d bytes of log: %.600s", len(out), out)
 	}
 }
+
+// An event whose file is gone by the time the runner reads it runs no
+// hook and holds nothing up: the events after it run.
+func TestEventOfGoneFileSkipped(t *testing.T) {
+	mb := ntMailbox(t)
+	srv, calls := ntServer(t, nil)
+	hook := Hook{Name: "web", URL: srv.URL, Secret: "k"}
+	r := New(mb, &Options{Hooks: []Hook{hook}, Root: mb.Root})
+	if err := r.Start(context.Background()); err != nil { // the hook's position: the journal's start
+		t.Fatal(err)
+	}
+	r.Stop(context.Background())
+	gone, kept := ntMsg("C1_1700000000_001101", "T"), ntMsg("C1_1700000000_001102", "T")
+	ntWrite(t, mb, gone, kept)
+	e, err := mb.Get(context.Background(), gone.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(mb.Root, e.Path))
+	if err := mb.Forget(context.Background(), gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	ntStart(t, mb, hook)
+	c := ntNext(t, calls, "the call for the message still there")
+	var m schema.Message
+	if err := json.Unmarshal(c.body, &m); err != nil || m.ID != kept.ID {
+		t.Errorf("called for %s (%v)", c.body, err)
+	}
+	ntNone(t, calls, 200*time.Millisecond)
+}
