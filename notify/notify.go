@@ -527,7 +527,6 @@ func (r *Runner) missing(ctx context.Context, ev mailbox.Event, err error) (*fac
 	return &facts{missing: true}, nil
 }
 
-
 // lane is the thread an event's order is kept in: the thread key, else
 // the session (a channel's top-level messages), else the message alone.
 func lane(p schema.Provider, thread, session, id string) string {
