@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,6 +64,9 @@ func (r *Runner) payload(ctx context.Context, h *hookState, items []*item) ([]by
 		} else {
 			d, de, derr := r.mb.Draft(ctx, it.id)
 			v, e, err = d, de, derr
+		}
+		if err != nil && (ctx.Err() != nil || errors.Is(err, mailbox.ErrBusy)) {
+			return nil, last, err // the call fails, and is retried
 		}
 		if err != nil {
 			// Gone since (reindexed away): nothing to tell; the call goes
