@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"path"
@@ -18,6 +20,9 @@ import (
 // calls when a message becomes durable, or a draft is delivered or dead
 // (package notify says what it gets).
 type Hook struct {
+	// Name keys the hook's queue and position in the journal. Left out,
+	// it is made from the command or URL (hook-<8 hex>), so that reordering
+	// hooks changes nothing, and changing one makes it a new hook.
 	Name string   `yaml:"name"`
 	On   []string `yaml:"on"` // inbound | delivered | dead (default: inbound)
 
@@ -98,6 +103,16 @@ func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// defaultHookName names a hook without a name after what it calls.
+func defaultHookName(h *Hook) string {
+	what := h.URL
+	if len(h.Exec.Argv) > 0 {
+		what = strings.Join(h.Exec.Argv, "\x00")
+	}
+	sum := sha256.Sum256([]byte(what))
+	return "hook-" + hex.EncodeToString(sum[:4])
+}
+
 var hookName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // notify checks courier.notify. Without secrets a url hook's secret is not
@@ -107,9 +122,12 @@ func (k *checker) notify(hooks []Hook, secrets bool) {
 	for i := range hooks {
 		h := &hooks[i]
 		p := fmt.Sprintf("courier.notify[%d]", i)
+		if h.Name == "" {
+			h.Name = defaultHookName(h)
+		}
 		switch {
 		case !hookName.MatchString(h.Name):
-			k.bad(p+".name", "%q: every hook needs a name of letters, digits, - _ . (its queue is kept under it)", h.Name)
+			k.bad(p+".name", "%q: a hook's name is letters, digits, - _ . (its queue is kept under it)", h.Name)
 		case names[h.Name]:
 			k.bad(p+".name", "%q names two hooks", h.Name)
 		}

@@ -60,7 +60,8 @@ func TestNotifyHooks(t *testing.T) {
 // Each mistake is named with its key, and a secret never appears.
 func TestNotifyErrors(t *testing.T) {
 	for _, tc := range []struct{ hook, want string }{
-		{`{exec: [x]}`, "courier.notify[0].name"},
+		{`{name: "a b", exec: [x]}`, "courier.notify[0].name"},
+		{`{exec: [x]}`, ""},
 		{`{name: a, exec: "rm -rf /tmp/x"}`, "courier.notify[0].exec: \"rm -rf /tmp/x\" is one string"},
 		{`{name: a}`, "needs exec (a command) or url"},
 		{`{name: a, exec: [x], url: "https://h/"}`, "exec or url, not both"},
@@ -89,5 +90,22 @@ func TestNotifyErrors(t *testing.T) {
 	_, err := config.Parse([]byte("courier:\n  notify:\n    - {name: a, exec: [x]}\n    - {name: a, exec: [y]}\n"), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `"a" names two hooks`) {
 		t.Errorf("duplicate names: %v", err)
+	}
+	// DESIGN §8's example has no name: one is made from the command, the
+	// same whatever the hook's place in the list; the same command twice
+	// needs names.
+	c1, err := config.Parse([]byte("courier:\n  notify:\n    - {on: [inbound], exec: [/usr/local/bin/wake-agent], providers: [email, slack]}\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := config.Parse([]byte("courier:\n  notify:\n    - {name: x, url: \"https://h/\", secret: k}\n    - {exec: [/usr/local/bin/wake-agent]}\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1, n2 := c1.Courier.Notify[0].Name, c2.Courier.Notify[1].Name; n1 == "" || n1 != n2 || !strings.HasPrefix(n1, "hook-") {
+		t.Errorf("default names %q, %q", n1, n2)
+	}
+	if _, err := config.Parse([]byte("courier:\n  notify:\n    - {exec: [x]}\n    - {exec: [x], on: [dead]}\n"), t.TempDir()); err == nil || !strings.Contains(err.Error(), "names two hooks") {
+		t.Errorf("the same command twice without names: %v", err)
 	}
 }
