@@ -595,3 +595,25 @@ func TestEventOfGoneFileSkipped(t *testing.T) {
 	}
 	ntNone(t, calls, 200*time.Millisecond)
 }
+
+// A rate limit makes calls over it wait for the window, none dropped.
+func TestRateLimitWaits(t *testing.T) {
+	mb := ntMailbox(t)
+	srv, calls := ntServer(t, nil)
+	const per = 400 * time.Millisecond
+	ntStart(t, mb, Hook{Name: "web", URL: srv.URL, Secret: "k", RateCalls: 2, RatePer: per, Concurrency: 4})
+	var msgs []*schema.Message
+	for i := 0; i < 4; i++ { // four threads: only the rate holds them
+		msgs = append(msgs, ntMsg(fmt.Sprintf("C1_1700000000_0012%02d", i), fmt.Sprint("T", i)))
+	}
+	ntWrite(t, mb, msgs...)
+	var at []time.Time
+	for i := 0; i < 4; i++ {
+		ntNext(t, calls, fmt.Sprintf("call %d of 4", i+1))
+		at = append(at, time.Now())
+	}
+	ntNone(t, calls, 100*time.Millisecond)
+	if gap := at[2].Sub(at[0]); gap < per-20*time.Millisecond {
+		t.Errorf("the third call came %v after the first; the rate is 2 per %v", gap, per)
+	}
+}
