@@ -48,8 +48,9 @@ them as list's do); --since ID prints what arrived after that message,
 so a loop that remembers the last id it handled misses nothing across a
 restart of its own.
 
-It ends on SIGINT or SIGTERM, and when its reader goes away
-(courier watch | head -1), with exit 0.`,
+It ends with exit 0 on SIGINT or SIGTERM, and when its reader goes away
+(courier watch | head -1) while it waits; a write into a pipe already
+closed ends it by SIGPIPE, as it ends any filter.`,
 		Example: `  courier watch | while read -r m; do echo "$m" | jq -r .id; done
   courier watch --provider slack --format id
   courier watch --since email_3f2a9c0d1e2f3a4b5c6d`,
