@@ -61,9 +61,17 @@ import (
 // users, nor they theirs.
 
 const (
-	// mcpMaxResult bounds what one tool call or resource read returns:
-	// the command's output is held in memory before it is sent.
+	// mcpMaxResult bounds what one tool call or resource read returns
+	// over HTTP, in the service: the command's output is held in memory,
+	// and copied by the SDK as it is encoded, before it is sent.
 	mcpMaxResult = 32 << 20
+	// mcpMaxResultStdio is the bound over stdio: the memory is the
+	// agent's own process's, and a listing of 100,000 entries (list's
+	// most) takes about 50 MB.
+	mcpMaxResultStdio = 128 << 20
+	// mcpConcurrent bounds the commands run at once for the tools: each
+	// holds its output, up to the bound above.
+	mcpConcurrent = 4
 	// mcpDefaultLimit is list's default page when the agent gives none:
 	// an agent's context is small, a mailbox is not.
 	mcpDefaultLimit = 1000
@@ -83,9 +91,6 @@ const (
 	mcpMaxSubscriptions = 256
 )
 
-// errMCPTooLarge is a result over mcpMaxResult.
-var errMCPTooLarge = fmt.Errorf("the result is over %d bytes, the most one MCP call returns; narrow it (a limit, a filter) or use the command line", mcpMaxResult)
-
 // mcpCapped is a buffer that refuses to grow past max.
 type mcpCapped struct {
 	bytes.Buffer
@@ -94,7 +99,7 @@ type mcpCapped struct {
 
 func (b *mcpCapped) Write(p []byte) (int, error) {
 	if b.Len()+len(p) > b.max {
-		return 0, errMCPTooLarge
+		return 0, fmt.Errorf("the result is over %d bytes, the most one MCP call returns here; narrow it (a limit, a filter) or use the command line", b.max)
 	}
 	return b.Buffer.Write(p)
 }
@@ -112,6 +117,10 @@ type mcpServer struct {
 	w   mcpWriter
 	srv *mcp.Server
 	log *slog.Logger
+	// max bounds a result (mcpMaxResult, mcpMaxResultStdio); slots the
+	// commands run at once.
+	max   int
+	slots chan struct{}
 
 	mu   sync.Mutex
 	subs map[*mcp.ServerSession]map[string]bool
@@ -156,8 +165,8 @@ func (s *mcpServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) 
 
 // newMCPServer makes the server; a must have its mailbox and dropzone
 // open.
-func newMCPServer(a *app, w mcpWriter, log *slog.Logger) *mcpServer {
-	s := &mcpServer{a: a, w: w, log: log}
+func newMCPServer(a *app, w mcpWriter, max int, log *slog.Logger) *mcpServer {
+	s := &mcpServer{a: a, w: w, log: log, max: max, slots: make(chan struct{}, mcpConcurrent)}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "courier", Title: "Courier mailbox", Version: version()}, &mcp.ServerOptions{
 		Instructions: "Courier is a mailbox of email, Slack and Lark messages. `list` the inbox, `read` a message, `claim` it " +
 			"(so that no other agent works on it), answer with `send` (reply_to the message), then `done` (or `fail`). " +
@@ -180,9 +189,18 @@ func newMCPServer(a *app, w mcpWriter, log *slog.Logger) *mcpServer {
 // workspace's app, its output captured (bounded), and returns what it
 // printed and the exit code the CLI would exit with.
 func (s *mcpServer) cli(ctx context.Context, stdin []byte, agent string, cmd func(*app) *cobra.Command, args ...string) (out []byte, msg string, code int) {
-	stdout := &mcpCapped{max: mcpMaxResult}
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err().Error(), exitUnavailable
+	}
+	stdout := &mcpCapped{max: s.max}
 	var stderr mcpCapped
 	stderr.max = 64 << 10
+	if agent == "" {
+		agent = s.a.agentFlag // `courier --agent NAME mcp`
+	}
 	child := &app{stdin: bytes.NewReader(stdin), stdout: stdout, stderr: &stderr, agentFlag: agent,
 		cfg: s.a.cfg, root: s.a.root, mb: s.a.mb, dz: s.a.dz, log: s.a.log}
 	c := cmd(child)
@@ -257,7 +275,7 @@ type mcpReadIn struct {
 
 type mcpVerbIn struct {
 	ID    string `json:"id" jsonschema:"the id of the message"`
-	Agent string `json:"agent,omitempty" jsonschema:"the agent acting (default: over stdio $COURIER_AGENT, else the user's name; over HTTP mcp). Over HTTP the name is qualified as name@mcp"`
+	Agent string `json:"agent,omitempty" jsonschema:"the agent acting (default: over stdio courier --agent, else $COURIER_AGENT, else the user's name; over HTTP mcp). Over HTTP the name is qualified as name@mcp"`
 	// claim
 	Timeout string `json:"timeout,omitempty" jsonschema:"claim: how long the claim holds, as a Go duration (300s, 10m); default from the config, 300s. Claiming again renews it"`
 	// fail
@@ -710,7 +728,7 @@ func (r mcpRemote) send(ctx context.Context, s *mcpServer, in mcpSendIn) (json.R
 	}
 	// What `courier send --format json` prints, by the same function.
 	var buf mcpCapped
-	buf.max = mcpMaxResult
+	buf.max = s.max
 	if err := (&app{stdout: &buf}).printSent(res, "json"); err != nil {
 		return nil, "", 0, err
 	}
@@ -902,7 +920,7 @@ The service also serves MCP over HTTP at /mcp (courier.mcp).`,
 			if _, err := a.dropzone(); err != nil {
 				return err
 			}
-			s := newMCPServer(a, mcpLocal{}, a.logger())
+			s := newMCPServer(a, mcpLocal{}, mcpMaxResultStdio, a.logger())
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			if err := s.watch(wctx); err != nil {
@@ -939,7 +957,7 @@ type mcpHTTP struct {
 func newMCPHTTP(a *app, cfg *config.Config, b agentapi.Backend, log *slog.Logger) (*mcpHTTP, error) {
 	m := cfg.Courier.MCP
 	log = log.With("component", "mcp")
-	s := newMCPServer(a, mcpRemote{b: b, caller: mcpHTTPCaller}, log)
+	s := newMCPServer(a, mcpRemote{b: b, caller: mcpHTTPCaller}, mcpMaxResult, log)
 	h := &mcpHTTP{s: s, max: m.MaxSessions}
 	if m.TokenFile != "" {
 		path := m.TokenFile

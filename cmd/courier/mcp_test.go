@@ -261,12 +261,13 @@ func TestMCPStdio(t *testing.T) {
 	ws := newWorkspace(t)
 	recv, web := mcpEmailConfig(t, ws, sink, "")
 	emailThread(t, ws)
-	spawn := func(agent string) *mcp.ClientSession {
-		cmd := exec.Command(courierBin, "--root", ws, "mcp")
-		cmd.Env = append(os.Environ(), "COURIER_AGENT="+agent)
+	spawn := func(env string, args ...string) *mcp.ClientSession {
+		cmd := exec.Command(courierBin, append([]string{"--root", ws}, args...)...)
+		cmd.Env = append(os.Environ(), env)
 		return mcpConnect(t, &mcp.CommandTransport{Command: cmd}, nil)
 	}
-	a, b := spawn("alice"), spawn("bob")
+	// The agent's name as the CLI takes it: $COURIER_AGENT, --agent.
+	a, b := spawn("COURIER_AGENT=alice", "mcp"), spawn("COURIER_AGENT=", "--agent", "bob", "mcp")
 	var l mcpListed
 	mcpOK(t, a, "list", nil, &l)
 	if l.Count != 1 {
@@ -295,11 +296,11 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("list --status new = %+v", l)
 	}
 	id2 := l.Messages[0].ID
-	mcpOK(t, b, "claim", map[string]any{"id": id2, "agent": "bob-2"}, &c)
-	if c.ClaimedBy != "bob-2" {
+	mcpOK(t, b, "claim", map[string]any{"id": id2}, &c)
+	if c.ClaimedBy != "bob" {
 		t.Errorf("claim through the service = %+v", c)
 	}
-	mcpRefused(t, a, "claim", map[string]any{"id": id2}, exitConflict, "bob-2")
+	mcpRefused(t, a, "claim", map[string]any{"id": id2}, exitConflict, "bob")
 	var sent map[string]any
 	draft := "---\nreply_to: " + id2 + "\ncorrelation_id: disk_1\n---\nCleaning up now.\n"
 	mcpOK(t, b, "send", map[string]any{"draft": draft}, &sent)
@@ -311,7 +312,10 @@ func TestMCPStdio(t *testing.T) {
 	if m.Header.Get("In-Reply-To") != "<q2@example.com>" || msgs[0].To[0] != "ann@example.com" {
 		t.Errorf("reply: In-Reply-To %q to %v", m.Header.Get("In-Reply-To"), msgs[0].To)
 	}
-	mcpOK(t, b, "done", map[string]any{"id": id2, "agent": "bob-2"}, &c)
+	mcpOK(t, b, "done", map[string]any{"id": id2}, &c)
+	if c.Status != "done" {
+		t.Errorf("done through the service = %+v", c)
+	}
 	var ctxd mcpListed
 	mcpOK(t, a, "context", map[string]any{"correlation_id": "disk_1"}, &ctxd)
 	if ctxd.Count != 1 {
@@ -331,7 +335,7 @@ func TestMCPHTTPGuards(t *testing.T) {
 	if err := os.WriteFile(tok, []byte("s3cret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, web := mcpEmailConfig(t, ws, sink, "  mcp: {token_file: "+tok+"}\n")
+	_, web := mcpEmailConfig(t, ws, sink, "  mcp: {token_file: "+tok+", max_sessions: 4, max_request_bytes: 65536}\n")
 	s := startServe(t, ws, web)
 	url := "http://" + web + "/mcp"
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -399,6 +403,15 @@ func TestMCPHTTPGuards(t *testing.T) {
 	cs := mcpConnect(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcpBearer{"s3cret-token"}}}, nil)
 	var l mcpListed
 	mcpOK(t, cs, "list", nil, &l)
+	// Four sessions are open (two above, the raw one, this client's):
+	// a fifth is refused until one ends; a body past the bound too.
+	if got := post(map[string]string{"Authorization": "Bearer s3cret-token"}); got != http.StatusServiceUnavailable {
+		t.Errorf("a fifth session: %d, want 503", got)
+	}
+	big := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"send","arguments":{"text":"` + strings.Repeat("x", 70000) + `"}}}`
+	if _, ans := rpc(sid, big); !strings.Contains(ans, "exceeds 65536 bytes") {
+		t.Errorf("a body over max_request_bytes: %.200s", ans)
+	}
 	if strings.Contains(s.Log(), "s3cret-token") {
 		t.Errorf("the token is in the log")
 	}
