@@ -125,3 +125,23 @@ func TestJournalDeliveryAfterCrash(t *testing.T) {
 		t.Errorf("journal: %v", got)
 	}
 }
+
+// `courier reindex` of a mailbox whose index exists journals only the
+// file a crash left unindexed, not the messages it already knew.
+func TestJournalReindexAfterCrash(t *testing.T) {
+	mb, root := newMailbox(t, nil)
+	known := testutil.Message(schema.Lark, "om_known", testutil.Time("2026-03-01T09:00:00Z"), "known")
+	write(t, mb, known)
+	last, _, _ := mb.LastEvent(ctx)
+	m := testutil.Message(schema.Lark, "om_unindexed", testutil.Time("2026-03-01T10:00:00Z"), "survived")
+	data, _ := schema.Encode(m)
+	if err := os.WriteFile(filepath.Join(root, ".monoco/mailbox/inbound/lark", mailbox.FileName(m.Timestamp.Time, m.ID)), data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mb.Reindex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ntEvents(t, mb, last); !slices.Equal(got, []string{"inbound lark_om_unindexed"}) {
+		t.Errorf("journal after reindex: %v", got)
+	}
+}

@@ -220,10 +220,22 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 	}
 
 	// id -> rel path in the index now. A full rebuild reads it too, to
-	// journal what a crash left unindexed (events.go).
+	// journal what a crash left unindexed (events.go), but only for the
+	// rows of inbound/ and outbound/ (not the archive, the bulk of an old
+	// mailbox), with hadIndex saying whether there was an index at all.
 	indexed := map[string]string{}
+	hadIndex := !full
+	if full {
+		if err := mb.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages)`).Scan(&hadIndex); err != nil {
+			return nil, dbError(err)
+		}
+	}
 	{
-		rows, err := mb.db.QueryContext(ctx, `SELECT id, path FROM messages`)
+		q := `SELECT id, path FROM messages`
+		if full {
+			q += ` WHERE box IN ('inbound', 'outbound')`
+		}
+		rows, err := mb.db.QueryContext(ctx, q)
 		if err != nil {
 			return nil, dbError(err)
 		}
@@ -286,7 +298,7 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			if err := in.insert(ctx, p.row); err != nil {
 				return err
 			}
-			if k, ok := mb.missedEvent(p.row, indexed, full); ok {
+			if k, ok := mb.missedEvent(p.row, indexed, hadIndex); ok {
 				if err := mb.journal(ctx, tx, k, p.row.entry.ID); err != nil {
 					return err
 				}
@@ -343,10 +355,11 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 // missedEvent says whether a row a scan indexes records an event the
 // journal missed: a crash between a file's rename and its index commit
 // (WriteInbound, FinishDelivery) left the file unindexed or indexed where
-// it was before. A full rebuild of an empty index (a new database)
-// misses nothing: its files are history, not news.
-func (mb *Mailbox) missedEvent(r row, indexed map[string]string, full bool) (EventKind, bool) {
-	if full && len(indexed) == 0 {
+// it was before (indexed holds at least the rows of inbound/ and
+// outbound/). A rebuild with no index before (a new database) misses
+// nothing: its files are history, not news.
+func (mb *Mailbox) missedEvent(r row, indexed map[string]string, hadIndex bool) (EventKind, bool) {
+	if !hadIndex {
 		return "", false
 	}
 	prev, had := indexed[r.entry.ID]
