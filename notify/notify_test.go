@@ -617,3 +617,52 @@ func TestRateLimitWaits(t *testing.T) {
 		t.Errorf("the third call came %v after the first; the rate is 2 per %v", gap, per)
 	}
 }
+
+// A digest exec hook's environment: COURIER_COUNT and COURIER_MESSAGE_IDS
+// cover the call, the single-message variables are the newest's; stdin
+// is a JSON list. Email mentions: one of our addresses in To.
+func TestExecDigestEnvironment(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "done")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	script := `env > "$D/env"; cat > "$D/stdin"; echo ok > "$D/done"`
+	ntStart(t, mb, Hook{Name: "digest", Exec: []string{script}, Shell: true, Env: map[string]string{"D": dir}, Digest: 300 * time.Millisecond,
+		Mentions: []string{"Agent@Corp.example"}})
+	var ids []string
+	for i := 0; i < 3; i++ {
+		m := testutil.Message(schema.Email, fmt.Sprintf("d%d", i), time.Now(), "mail")
+		m.Participants.To = []schema.Participant{{ID: "agent@corp.example", Name: "Agent", Email: "agent@corp.example"}}
+		ids = append(ids, m.ID)
+		ntWrite(t, mb, m)
+	}
+	other := testutil.Message(schema.Email, "d-cc-someone-else", time.Now(), "not to us")
+	other.Participants.To = []schema.Participant{{ID: "bob@corp.example", Name: "Bob", Email: "bob@corp.example"}}
+	ntWrite(t, mb, other)
+	if !bufio.NewScanner(rf).Scan() {
+		t.Fatal("no digest call")
+	}
+	env := map[string]string{}
+	b, _ := os.ReadFile(filepath.Join(dir, "env"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	if env["COURIER_COUNT"] != "3" || env["COURIER_MESSAGE_IDS"] != strings.Join(ids, " ") || env["COURIER_MESSAGE_ID"] != ids[2] ||
+		env["COURIER_THREAD_KEY"] != "email-thread:d2@example.com" || env["COURIER_EVENT"] != "inbound" {
+		t.Errorf("digest environment: COUNT=%q IDS=%q ID=%q THREAD=%q", env["COURIER_COUNT"], env["COURIER_MESSAGE_IDS"], env["COURIER_MESSAGE_ID"], env["COURIER_THREAD_KEY"])
+	}
+	var list []schema.Message
+	b, _ = os.ReadFile(filepath.Join(dir, "stdin"))
+	if err := json.Unmarshal(b, &list); err != nil || len(list) != 3 || list[0].ID != ids[0] {
+		t.Errorf("stdin of a digest: %.300s (%v)", b, err)
+	}
+}
