@@ -61,22 +61,23 @@ import (
 // users, nor they theirs.
 
 const (
-	// mcpMaxResult bounds what one tool call or resource read returns
-	// over HTTP, in the service: the command's output is held in memory,
-	// and copied by the SDK as it is encoded, before it is sent.
-	mcpMaxResult = 32 << 20
-	// mcpMaxResultStdio is the bound over stdio: the memory is the
-	// agent's own process's, and a listing of 100,000 entries (list's
-	// most) takes about 50 MB.
-	mcpMaxResultStdio = 128 << 20
+	// mcpMaxResult bounds what one tool call or resource read returns:
+	// the command's output is held in memory, and copied by the SDK as it
+	// is encoded, before it is sent; and a frame over 16 MiB (a result is
+	// sent twice in one, as structured content and as text) is more than
+	// the go-sdk's clients read by default.
+	mcpMaxResult = 6 << 20
 	// mcpConcurrent bounds the commands run at once for the tools: each
 	// holds its output, up to the bound above.
 	mcpConcurrent = 4
 	// mcpDefaultLimit is list's default page when the agent gives none:
 	// an agent's context is small, a mailbox is not.
 	mcpDefaultLimit = 1000
-	// mcpMaxLimit is the most one list call returns.
-	mcpMaxLimit = 100_000
+	// mcpMaxLimit is the most one list call returns: a page of 10,000
+	// entries is about 5 MB, and its frame (the JSON twice, as structured
+	// content and as text) must stay under the 16 MiB a client of the
+	// go-sdk reads by default. Pages go on with next_cursor.
+	mcpMaxLimit = 10_000
 	// mcpMaxAttachment is what attachment returns of an object at most,
 	// unless max_bytes asks for less.
 	mcpMaxAttachment = 8 << 20
@@ -258,7 +259,16 @@ type mcpListIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 1000, at most 100000); truncated says when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 1000, at most 10000); truncated says when more matched"`
+	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
+}
+
+// mcpCursor is where a page of list ends: the time of its last entry and
+// how many entries at that time were given (list is ordered by time, then
+// id, and its since is inclusive), opaque to clients.
+type mcpCursor struct {
+	T    string `json:"t"`
+	Skip int    `json:"n"`
 }
 
 type mcpKeyIn struct {
@@ -308,9 +318,10 @@ type mcpAttachmentIn struct {
 // The tools' output.
 
 type mcpEntries struct {
-	Messages  []json.RawMessage `json:"messages" jsonschema:"the entries, as list --format json prints them"`
-	Count     int               `json:"count"`
-	Truncated bool              `json:"truncated,omitempty" jsonschema:"more matched than limit"`
+	Messages   []json.RawMessage `json:"messages" jsonschema:"the entries, as list --format json prints them"`
+	Count      int               `json:"count"`
+	Truncated  bool              `json:"truncated,omitempty" jsonschema:"more matched than limit"`
+	NextCursor string            `json:"next_cursor,omitempty" jsonschema:"list: the cursor of the next page, when truncated"`
 }
 
 type mcpVerbOut struct {
@@ -341,7 +352,8 @@ func mcpSchema[T any]() *jsonschema.Schema {
 func (s *mcpServer) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
 	mcpAddListing(s, &mcp.Tool{Name: "list", Annotations: ro,
-		Description: "List messages: by default the inbox (new, claimed, failed), newest first as `courier list --format json` prints them."},
+		Description: "List messages: by default the inbox (new, claimed, failed), oldest first, as `courier list --format json` prints them; " +
+			"a page of limit entries, next_cursor giving the next page."},
 		func(ctx context.Context, in mcpListIn) (*mcp.CallToolResult, error) {
 			limit := in.Limit
 			switch {
@@ -350,15 +362,22 @@ func (s *mcpServer) addTools() {
 			case limit == 0:
 				limit = mcpDefaultLimit
 			}
-			args := []string{"--format", "json", "--limit", strconv.Itoa(limit + 1)}
+			var cur mcpCursor
+			if in.Cursor != "" {
+				b, err := base64.RawURLEncoding.DecodeString(in.Cursor)
+				if err == nil {
+					err = json.Unmarshal(b, &cur)
+				}
+				if err != nil || cur.T == "" || cur.Skip < 1 || cur.Skip > mcpMaxLimit*16 {
+					return nil, mcpRefuse(fmt.Sprintf("cursor %q is not one list gave", in.Cursor), exitUsage)
+				}
+			}
+			args := []string{"--format", "json", "--limit", strconv.Itoa(limit + cur.Skip + 1)}
 			if in.All {
 				args = append(args, "--all")
 			}
 			if in.Outbound {
 				args = append(args, "--outbound")
-			}
-			if in.Today {
-				args = append(args, "--today")
 			}
 			for _, p := range in.Provider {
 				args = append(args, "--provider", p)
@@ -366,23 +385,30 @@ func (s *mcpServer) addTools() {
 			for _, st := range in.Status {
 				args = append(args, "--status", st)
 			}
-			if in.Since != "" {
+			switch {
+			case cur.T != "":
+				// The next page starts at the last entry's time, which
+				// is at or after since or today's midnight.
+				args = append(args, "--since", cur.T)
+			case in.Today:
+				args = append(args, "--today")
+			case in.Since != "":
 				args = append(args, "--since", in.Since)
 			}
 			if in.Correlation != "" {
 				args = append(args, "--correlation", in.Correlation)
 			}
-			return s.entries(ctx, limit, (*app).listCommand, args...)
+			return s.entries(ctx, limit, cur, (*app).listCommand, args...)
 		})
 	mcpAddListing(s, &mcp.Tool{Name: "thread", Annotations: ro,
 		Description: "Every message and draft of a thread, in time order, as `courier thread KEY --format json`. Nothing found is an error (exit 1)."},
 		func(ctx context.Context, in mcpKeyIn) (*mcp.CallToolResult, error) {
-			return s.entries(ctx, 0, (*app).threadCommand, in.Key, "--format", "json")
+			return s.entries(ctx, 0, mcpCursor{}, (*app).threadCommand, in.Key, "--format", "json")
 		})
 	mcpAddListing(s, &mcp.Tool{Name: "context", Annotations: ro,
 		Description: "Everything that carries a correlation id, inbound, archived and sent, in time order, as `courier context ID --format json`. Nothing found is an error (exit 1)."},
 		func(ctx context.Context, in mcpCorrIn) (*mcp.CallToolResult, error) {
-			return s.entries(ctx, 0, (*app).contextCommand, in.CorrelationID, "--format", "json")
+			return s.entries(ctx, 0, mcpCursor{}, (*app).contextCommand, in.CorrelationID, "--format", "json")
 		})
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "read", Annotations: ro, OutputSchema: readSchema(),
 		Description: "Read a message or draft: its text as `courier read ID` shows it (header and body), and as structured content the entry and the whole message as `courier read ID --format json`."},
@@ -469,10 +495,11 @@ func mcpArg(s string) error {
 // entries runs a listing command and returns its entries as the
 // structured content {"messages": [...], "count": n, "truncated": bool},
 // the CLI's JSON spliced in as it printed it (one entry a line): a
-// listing of 100,000 entries is not decoded and encoded again entry by
-// entry. limit, when not 0, is the most to return (the command was asked
-// for one more, to tell whether there were more).
-func (s *mcpServer) entries(ctx context.Context, limit int, cmd func(*app) *cobra.Command, args ...string) (*mcp.CallToolResult, error) {
+// listing is not decoded and encoded again entry by entry. limit, when
+// not 0, is the most to return (the command was asked for one more, to
+// tell whether there were more), after the cur.Skip entries the page
+// before gave.
+func (s *mcpServer) entries(ctx context.Context, limit int, cur mcpCursor, cmd func(*app) *cobra.Command, args ...string) (*mcp.CallToolResult, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := mcpArg(args[0]); err != nil {
 			return nil, mcpRefuse(err.Error(), exitUsage)
@@ -486,24 +513,56 @@ func (s *mcpServer) entries(ctx context.Context, limit int, cmd func(*app) *cobr
 	if !bytes.HasPrefix(list, []byte("[")) || !bytes.HasSuffix(list, []byte("]")) {
 		return nil, fmt.Errorf("mcp: the listing is not a JSON array: %.100q", list)
 	}
-	n := bytes.Count(list, []byte("\n{"))
-	truncated := false
-	if limit > 0 && n > limit {
-		// Cut before the entry past the limit.
-		rest := list
-		at := 0
-		for range limit + 1 {
-			i := bytes.Index(rest, []byte("\n{"))
-			at += i + 1
-			rest = rest[i+1:]
+	var lines [][]byte
+	if inner := bytes.TrimSpace(list[1 : len(list)-1]); len(inner) > 0 {
+		lines = bytes.Split(inner, []byte("\n"))
+	}
+	for i, l := range lines {
+		lines[i] = bytes.TrimSuffix(l, []byte(","))
+	}
+	lines = lines[min(cur.Skip, len(lines)):]
+	var next string
+	if limit > 0 && len(lines) > limit {
+		lines = lines[:limit]
+		// The next page: from the last entry's time, past the entries at
+		// that time given so far.
+		var last struct {
+			Timestamp string `json:"timestamp"`
 		}
-		list = append(bytes.TrimSuffix(list[:at-1], []byte(",")), "\n]"...)
-		n, truncated = limit, true
+		if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil {
+			return nil, fmt.Errorf("mcp: reading the listing: %w", err)
+		}
+		c := mcpCursor{T: last.Timestamp}
+		for i := len(lines) - 1; i >= 0; i-- {
+			var e struct {
+				Timestamp string `json:"timestamp"`
+			}
+			json.Unmarshal(lines[i], &e)
+			if e.Timestamp != c.T {
+				break
+			}
+			c.Skip++
+		}
+		if c.Skip == len(lines) && cur.T == c.T {
+			c.Skip += cur.Skip // a page all at one time
+		}
+		b, _ := json.Marshal(c)
+		next = base64.RawURLEncoding.EncodeToString(b)
 	}
 	doc := make([]byte, 0, len(list)+64)
-	doc = append(doc, `{"messages":`...)
-	doc = append(doc, list...)
-	doc = fmt.Appendf(doc, `,"count":%d,"truncated":%t}`, n, truncated)
+	doc = append(doc, `{"messages":[`...)
+	for i, l := range lines {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, '\n')
+		doc = append(doc, l...)
+	}
+	doc = fmt.Appendf(doc, "\n],\"count\":%d,\"truncated\":%t", len(lines), next != "")
+	if next != "" {
+		doc = fmt.Appendf(doc, `,"next_cursor":%q`, next)
+	}
+	doc = append(doc, '}')
 	return &mcp.CallToolResult{StructuredContent: json.RawMessage(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}, nil
 }
 
@@ -920,7 +979,7 @@ The service also serves MCP over HTTP at /mcp (courier.mcp).`,
 			if _, err := a.dropzone(); err != nil {
 				return err
 			}
-			s := newMCPServer(a, mcpLocal{}, mcpMaxResultStdio, a.logger())
+			s := newMCPServer(a, mcpLocal{}, mcpMaxResult, a.logger())
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			if err := s.watch(wctx); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/schema"
 )
 
 // mcpEmailConfig is a workspace's config with the SMTP receiver and an
@@ -463,4 +464,123 @@ func TestMCPConformance(t *testing.T) {
 		}
 	}
 	t.Logf("%s", summary)
+}
+
+// mcpInProcess serves workspace ws over in-memory transports, as `courier
+// mcp` does, and connects the go-sdk's client.
+func mcpInProcess(t *testing.T, ws string) (*mcpServer, *mcp.ClientSession) {
+	t.Helper()
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, rootFlag: ws}
+	if _, err := a.mailbox(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.dropzone(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.close)
+	s := newMCPServer(a, mcpLocal{}, mcpMaxResult, a.logger())
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.srv.Run(ctx, st); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, mcpConnect(t, ct, nil)
+}
+
+// list pages through a mailbox with next_cursor, each entry once and in
+// order, entries sharing a time across pages included; resources/list
+// pages too; attachment gives an object's bytes, bounded.
+func TestMCPPagesAndAttachment(t *testing.T) {
+	ws := newWorkspace(t)
+	const n = 1203
+	t0 := testutil.Time("2026-03-01T08:00:00Z")
+	var msgs []*schema.Message
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Second)
+		if i >= 300 && i < 700 {
+			at = t0.Add(300 * time.Second) // 400 at one time: pages end inside them
+		}
+		msgs = append(msgs, testutil.Message(schema.Slack, fmt.Sprintf("C1_%010d", i), at, fmt.Sprintf("message %d", i)))
+	}
+	seed(t, ws, msgs...)
+	s, cs := mcpInProcess(t, ws)
+
+	var got []string
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		args := map[string]any{"limit": 150}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		var l struct {
+			mcpListed
+			NextCursor string `json:"next_cursor"`
+		}
+		mcpOK(t, cs, "list", args, &l)
+		for _, m := range l.Messages {
+			if seen[m.ID] {
+				t.Fatalf("page %d gives %s again", page, m.ID)
+			}
+			seen[m.ID] = true
+			got = append(got, m.ID)
+		}
+		if l.Truncated != (l.NextCursor != "") || (l.NextCursor == "" && l.Count == 150 && len(got) < n) {
+			t.Fatalf("page %d: truncated %v, next %q, %d entries", page, l.Truncated, l.NextCursor, l.Count)
+		}
+		if l.NextCursor == "" {
+			break
+		}
+		cursor = l.NextCursor
+		if page > n/150+2 {
+			t.Fatal("the pages do not end")
+		}
+	}
+	want, _, _ := cli(t, ws, "", "list", "--format", "id")
+	if strings.Join(got, "\n")+"\n" != want {
+		t.Errorf("the pages give %d entries, list %d, or not in its order", len(got), len(strings.Fields(want)))
+	}
+	mcpRefused(t, cs, "list", map[string]any{"cursor": "bm9wZQ"}, exitUsage, "not one list gave")
+	mcpRefused(t, cs, "list", map[string]any{"bogus": 1}, exitUsage, "bogus")
+
+	ctx := context.Background()
+	var uris []string
+	rcursor := ""
+	for {
+		lr, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: rcursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range lr.Resources {
+			uris = append(uris, r.URI)
+		}
+		if rcursor = lr.NextCursor; rcursor == "" {
+			break
+		}
+	}
+	if len(uris) != n+1 || uris[0] != mcpInboxURI || uris[1] != mcpMessageURI+got[0] || uris[n] != mcpMessageURI+got[n-1] {
+		t.Errorf("resources/list: %d resources, first %v", len(uris), uris[:min(2, len(uris))])
+	}
+
+	text := "café, 日本語 and more\n"
+	obj, err := s.a.dz.Put(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at mcpAttachmentOut
+	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "as": "text"}, &at)
+	if at.Data != text || at.Size != int64(len(text)) || at.Truncated || at.Encoding != "text" {
+		t.Errorf("attachment as text: %+v", at)
+	}
+	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "max_bytes": 4}, &at)
+	if at.Data != "Y2Fmww==" || !at.Truncated || at.Encoding != "base64" {
+		t.Errorf("attachment, 4 bytes as base64: %+v", at)
+	}
+	// Cut inside é: the text stops before it rather than break it.
+	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "as": "text", "max_bytes": 4}, &at)
+	if at.Data != "caf" || !at.Truncated {
+		t.Errorf("attachment, 4 bytes as text: %+v", at)
+	}
+	bin, _ := s.a.dz.Put(bytes.NewReader([]byte{0xff, 0xfe, 0}))
+	mcpRefused(t, cs, "attachment", map[string]any{"id": bin.ID, "as": "text"}, exitDataErr, "not UTF-8")
 }
