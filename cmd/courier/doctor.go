@@ -121,7 +121,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	if live {
 		report("service", nil, fmt.Sprintf("running (pid %d), health %s at http://%s", rep.PID, rep.Status, cfg.Courier.HTTP.Listen))
 	} else {
-		report("service", nil, "not running (`courier serve` starts it)")
+		report("service", nil, "not running (`courier start` starts it)")
 		// serve would listen there: an address that cannot be bound
 		// (no such interface, a name that does not resolve, a port
 		// another program holds) fails here rather than at start.

@@ -140,6 +140,6 @@ func printReport(w io.Writer, r service.Report) {
 		fmt.Fprintf(w, "Totals:    received %d (duplicates %d, merged %d), sent %d, failed attempts %d\n",
 			r.Totals.Received, r.Totals.Duplicates, r.Totals.Merged, r.Totals.Sent, r.Totals.Failed)
 	} else {
-		fmt.Fprintln(w, "The service is not running: start it with `courier serve` (or systemctl start courier).")
+		fmt.Fprintln(w, "The service is not running: start it with `courier start` (in the background; `courier serve` in the foreground, or systemctl start courier under systemd).")
 	}
 }
