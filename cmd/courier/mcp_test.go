@@ -584,3 +584,27 @@ func TestMCPPagesAndAttachment(t *testing.T) {
 	bin, _ := s.a.dz.Put(bytes.NewReader([]byte{0xff, 0xfe, 0}))
 	mcpRefused(t, cs, "attachment", map[string]any{"id": bin.ID, "as": "text"}, exitDataErr, "not UTF-8")
 }
+
+// courier.mcp in the service: a token file that cannot be read stops the
+// start (exit 78, naming the key, never a token); http: false serves no
+// /mcp.
+func TestMCPHTTPConfig(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws := newWorkspace(t)
+	mcpEmailConfig(t, ws, sink, "  mcp: {token_file: no-such-token}\n")
+	cmd := exec.Command(courierBin, "--root", ws, "serve")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitConfig || !strings.Contains(string(out), "courier.mcp.token_file") || !strings.Contains(string(out), "no-such-token") {
+		t.Errorf("unreadable token file: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	_, web := mcpEmailConfig(t, ws, sink, "  mcp: {http: false}\n")
+	startServe(t, ws, web)
+	resp, err := http.Post("http://"+web+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/mcp with mcp.http false: %d, want 404", resp.StatusCode)
+	}
+}
