@@ -262,13 +262,19 @@ func TestMCPStdio(t *testing.T) {
 	ws := newWorkspace(t)
 	recv, web := mcpEmailConfig(t, ws, sink, "")
 	emailThread(t, ws)
-	spawn := func(env string, args ...string) *mcp.ClientSession {
+	updated := make(chan string, 16)
+	spawn := func(opts *mcp.ClientOptions, env string, args ...string) *mcp.ClientSession {
 		cmd := exec.Command(courierBin, append([]string{"--root", ws}, args...)...)
 		cmd.Env = append(os.Environ(), env)
-		return mcpConnect(t, &mcp.CommandTransport{Command: cmd}, nil)
+		return mcpConnect(t, &mcp.CommandTransport{Command: cmd}, opts)
 	}
 	// The agent's name as the CLI takes it: $COURIER_AGENT, --agent.
-	a, b := spawn("COURIER_AGENT=alice", "mcp"), spawn("COURIER_AGENT=", "--agent", "bob", "mcp")
+	a := spawn(&mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI }},
+		"COURIER_AGENT=alice", "mcp")
+	b := spawn(nil, "COURIER_AGENT=", "--agent", "bob", "mcp")
+	if err := a.Subscribe(context.Background(), &mcp.SubscribeParams{URI: mcpInboxURI}); err != nil {
+		t.Fatal(err)
+	}
 	var l mcpListed
 	mcpOK(t, a, "list", nil, &l)
 	if l.Count != 1 {
@@ -291,6 +297,15 @@ func TestMCPStdio(t *testing.T) {
 	s := startServe(t, ws, web)
 	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q2@example.com", "Disk full", "The disk is full."); err != nil {
 		t.Fatalf("send to the receiver: %v\n%s", err, s.Log())
+	}
+	// The stdio server beside the service hears of it (the file landed).
+	select {
+	case uri := <-updated:
+		if uri != mcpInboxURI {
+			t.Errorf("updated %q", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("no notifications/resources/updated over stdio for the new mail")
 	}
 	mcpOK(t, b, "list", map[string]any{"status": []string{"new"}}, &l)
 	if l.Count != 1 {
