@@ -118,8 +118,8 @@ type mcpServer struct {
 	w   mcpWriter
 	srv *mcp.Server
 	log *slog.Logger
-	// max bounds a result (mcpMaxResult, mcpMaxResultStdio); slots the
-	// commands run at once.
+	// max bounds a result (mcpMaxResult; tests lower it); slots bounds
+	// the commands run at once.
 	max   int
 	slots chan struct{}
 
@@ -380,23 +380,23 @@ func (s *mcpServer) addTools() {
 				args = append(args, "--outbound")
 			}
 			for _, p := range in.Provider {
-				args = append(args, "--provider", p)
+				args = append(args, "--provider="+p)
 			}
 			for _, st := range in.Status {
-				args = append(args, "--status", st)
+				args = append(args, "--status="+st)
 			}
 			switch {
 			case cur.T != "":
 				// The next page starts at the last entry's time, which
 				// is at or after since or today's midnight.
-				args = append(args, "--since", cur.T)
+				args = append(args, "--since="+cur.T)
 			case in.Today:
 				args = append(args, "--today")
 			case in.Since != "":
-				args = append(args, "--since", in.Since)
+				args = append(args, "--since="+in.Since)
 			}
 			if in.Correlation != "" {
-				args = append(args, "--correlation", in.Correlation)
+				args = append(args, "--correlation="+in.Correlation)
 			}
 			return s.entries(ctx, limit, cur, (*app).listCommand, args...)
 		})
@@ -661,13 +661,13 @@ func (mcpLocal) verb(ctx context.Context, s *mcpServer, name string, in mcpVerbI
 	case "claim":
 		cmd = (*app).claimCommand
 		if in.Timeout != "" {
-			args = append(args, "--timeout", in.Timeout)
+			args = append(args, "--timeout="+in.Timeout)
 		}
 	case "done":
 		cmd = (*app).doneCommand
 	case "fail":
 		cmd = (*app).failCommand
-		args = append(args, "--reason", in.Reason)
+		args = append(args, "--reason="+in.Reason)
 		if in.Permanent {
 			args = append(args, "--permanent")
 		}
@@ -695,7 +695,7 @@ func (mcpLocal) send(ctx context.Context, s *mcpServer, in mcpSendIn) (json.RawM
 	args = append(args, "--format", "json")
 	flag := func(name, v string) {
 		if v != "" {
-			args = append(args, "--"+name, v)
+			args = append(args, "--"+name+"="+v) // one argument: a value is never read as a flag
 		}
 	}
 	flag("text", in.Text)

@@ -248,6 +248,8 @@ func mcpBadIDs(t *testing.T, cs *mcp.ClientSession) {
 	mcpRefused(t, cs, "attachment", map[string]any{"id": "report.pdf"}, exitUsage, "not a dropzone id")
 	mcpRefused(t, cs, "list", map[string]any{"provider": []string{"fax"}}, exitUsage, `"fax"`)
 	mcpRefused(t, cs, "list", map[string]any{"limit": mcpMaxLimit + 1}, exitUsage, "limit")
+	// A value is a value, never a flag of the CLI's.
+	mcpRefused(t, cs, "list", map[string]any{"since": "--all"}, exitUsage, `--since "--all"`)
 	ctx := context.Background()
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpMessageURI + missing}); err == nil {
 		t.Errorf("resources/read of a missing message answered")
