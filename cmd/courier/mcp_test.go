@@ -189,6 +189,10 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 	text := mcpRefused(t, b, "claim", map[string]any{"id": id, "agent": "other"}, exitConflict, "triage@mcp")
 	t.Logf("a second agent's claim: %s", text)
 	mcpRefused(t, b, "done", map[string]any{"id": id, "agent": "other"}, exitConflict, "triage@mcp")
+	// Nor may a socket user's agent of the same name: the names differ.
+	if _, e, code := cli(t, ws, "", "--agent", "triage", "done", id); code != exitConflict || !strings.Contains(e, "triage@mcp") {
+		t.Errorf("the CLI's triage finishing triage@mcp's claim: exit %d %s", code, e)
+	}
 
 	// Over HTTP the service opens no path an agent names.
 	mcpRefused(t, a, "send", map[string]any{"draft": "---\nreply_to: " + id + "\nartifacts:\n  - path: /etc/passwd\n---\nSee attached.\n"},
