@@ -1006,6 +1006,9 @@ type mcpHTTP struct {
 	s       *mcpServer
 	h       http.Handler
 	token   []byte // sha256 of the token; nil: none is asked for
+	// closed refuses every request: no token is configured and anonymous
+	// use was not allowed (courier.mcp.allow_anonymous).
+	closed bool
 	max     int    // sessions at once
 	cancel  context.CancelFunc
 	mu      sync.Mutex
@@ -1017,7 +1020,7 @@ func newMCPHTTP(a *app, cfg *config.Config, b agentapi.Backend, log *slog.Logger
 	m := cfg.Courier.MCP
 	log = log.With("component", "mcp")
 	s := newMCPServer(a, mcpRemote{b: b, caller: mcpHTTPCaller}, mcpMaxResult, log)
-	h := &mcpHTTP{s: s, max: m.MaxSessions}
+	h := &mcpHTTP{s: s, max: m.MaxSessions, closed: m.TokenFile == "" && !m.AllowAnonymous}
 	if m.TokenFile != "" {
 		path := m.TokenFile
 		if !filepath.IsAbs(path) {
@@ -1075,6 +1078,11 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// cross-origin request; agents send none.
 	if o := r.Header.Get("Origin"); o != "" && !mcpLocalOrigin(o) {
 		http.Error(w, "mcp: origin "+strconv.Quote(o)+" is not allowed", http.StatusForbidden)
+		return
+	}
+	if h.closed {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="courier"`)
+		http.Error(w, "mcp: /mcp needs a bearer token: set courier.mcp.token_file (or courier.mcp.allow_anonymous: true where every local user may read this mailbox); `courier mcp` over stdio needs none", http.StatusUnauthorized)
 		return
 	}
 	if h.token != nil {

@@ -123,7 +123,7 @@ type mcpListed struct {
 func TestMCPHTTPEndToEnd(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
 	ws := newWorkspace(t)
-	recv, web := mcpEmailConfig(t, ws, sink, "")
+	recv, web := mcpEmailConfig(t, ws, sink, "  mcp: {allow_anonymous: true}\n")
 	s := startServe(t, ws, web)
 
 	updated := make(chan string, 16)
@@ -463,7 +463,7 @@ func TestMCPConformance(t *testing.T) {
 	}
 	sink := testutil.StartSMTPSink(t, nil)
 	ws := newWorkspace(t)
-	_, web := mcpEmailConfig(t, ws, sink, "")
+	_, web := mcpEmailConfig(t, ws, sink, "  mcp: {allow_anonymous: true}\n")
 	emailThread(t, ws)
 	s := startServe(t, ws, web)
 	out := t.TempDir()
@@ -627,5 +627,20 @@ func TestMCPHTTPConfig(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/mcp with mcp.http false: %d, want 404", resp.StatusCode)
+	}
+
+	// No token and no allow_anonymous: a TCP port is open to every local
+	// user, so /mcp answers nobody, and says what to set.
+	ws2 := newWorkspace(t)
+	_, web2 := mcpEmailConfig(t, ws2, sink, "")
+	startServe(t, ws2, web2)
+	resp, err = http.Post("http://"+web2+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "courier.mcp.token_file") || !strings.Contains(string(body), "allow_anonymous") {
+		t.Errorf("/mcp with no token configured: %d %q, want 401 naming the keys", resp.StatusCode, body)
 	}
 }

@@ -330,8 +330,14 @@ type MCP struct {
 	HTTP *bool `yaml:"http"`
 	// TokenFile holds a bearer token every request to /mcp must carry
 	// (Authorization: Bearer ...), relative to the workspace unless
-	// absolute; without it, whoever reaches the listener may use /mcp.
+	// absolute. Without it /mcp refuses every request, unless
+	// AllowAnonymous: a TCP port, even on loopback, is open to every
+	// local user, who would then read and answer the mailbox that the
+	// filesystem keeps from them.
 	TokenFile string `yaml:"token_file"`
+	// AllowAnonymous serves /mcp without a token: for a machine whose
+	// every local user may read and answer this mailbox.
+	AllowAnonymous bool `yaml:"allow_anonymous"`
 	// MaxSessions bounds the sessions open at once (default 32);
 	// SessionTimeout closes one idle for so long (default 30m).
 	MaxSessions    int      `yaml:"max_sessions"`
