@@ -1003,13 +1003,13 @@ func (mcpNopWriteCloser) Close() error { return nil }
 // mcpHTTP is /mcp: the streamable HTTP transport, behind the Origin check
 // and the bearer token, with bounded bodies and sessions.
 type mcpHTTP struct {
-	s       *mcpServer
-	h       http.Handler
-	token   []byte // sha256 of the token; nil: none is asked for
+	s     *mcpServer
+	h     http.Handler
+	token []byte // sha256 of the token; nil: none is asked for
 	// closed refuses every request: no token is configured and anonymous
 	// use was not allowed (courier.mcp.allow_anonymous).
-	closed bool
-	max     int    // sessions at once
+	closed  bool
+	max     int // sessions at once
 	cancel  context.CancelFunc
 	mu      sync.Mutex
 	started bool
