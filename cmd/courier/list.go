@@ -238,21 +238,8 @@ func (a *app) listCommand() *cobra.Command {
 				return err
 			}
 			f := mailbox.Filter{All: all, Outbound: outbound, Correlation: corr, Limit: limit}
-			for _, p := range providers {
-				for _, p := range strings.Split(p, ",") {
-					if !schema.Provider(p).Valid() {
-						return usageError("--provider %q is not one of %s", p, "email, lark, slack, discord, teams, wecom, dingtalk")
-					}
-					f.Providers = append(f.Providers, schema.Provider(p))
-				}
-			}
-			for _, s := range statuses {
-				for _, s := range strings.Split(s, ",") {
-					if !validStatus(s) {
-						return usageError("--status %q is not one of new, claimed, failed, done, dead, queued, sent", s)
-					}
-					f.Statuses = append(f.Statuses, mailbox.Status(s))
-				}
+			if err := addFilterFlags(&f, providers, statuses); err != nil {
+				return err
 			}
 			now := time.Now()
 			var err error
@@ -344,4 +331,26 @@ func (a *app) filterCommand(use, short string, filter func(arg string) mailbox.F
 	}
 	c.Flags().StringVar(&format, "format", "table", "table, json, compact or id")
 	return c
+}
+
+// addFilterFlags adds the --provider and --status flags (each repeatable,
+// or comma-separated) to f, refusing a value that is not one.
+func addFilterFlags(f *mailbox.Filter, providers, statuses []string) error {
+	for _, p := range providers {
+		for _, p := range strings.Split(p, ",") {
+			if !schema.Provider(p).Valid() {
+				return usageError("--provider %q is not one of %s", p, "email, lark, slack, discord, teams, wecom, dingtalk")
+			}
+			f.Providers = append(f.Providers, schema.Provider(p))
+		}
+	}
+	for _, s := range statuses {
+		for _, s := range strings.Split(s, ",") {
+			if !validStatus(s) {
+				return usageError("--status %q is not one of new, claimed, failed, done, dead, queued, sent", s)
+			}
+			f.Statuses = append(f.Statuses, mailbox.Status(s))
+		}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -62,21 +61,8 @@ closed ends it by SIGPIPE, as it ends any filter.`,
 			w := &watcher{a: a, format: format, outbound: outbound}
 			f := &w.filter
 			f.All, f.Outbound, f.Correlation = all, outbound, corr
-			for _, p := range providers {
-				for _, p := range strings.Split(p, ",") {
-					if !schema.Provider(p).Valid() {
-						return usageError("--provider %q is not one of %s", p, "email, lark, slack, discord, teams, wecom, dingtalk")
-					}
-					f.Providers = append(f.Providers, schema.Provider(p))
-				}
-			}
-			for _, s := range statuses {
-				for _, s := range strings.Split(s, ",") {
-					if !validStatus(s) {
-						return usageError("--status %q is not one of new, claimed, failed, done, dead, queued, sent", s)
-					}
-					f.Statuses = append(f.Statuses, mailbox.Status(s))
-				}
+			if err := addFilterFlags(f, providers, statuses); err != nil {
+				return err
 			}
 			now := time.Now()
 			if today {
