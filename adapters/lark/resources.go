@@ -318,28 +318,22 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// redact removes the tenant token and the app secret from a string Lark
-// sent (an error's msg), which goes into a log or an error: a server may
-// echo what it was sent.
+// redact removes every secret of the config (the app secret, the
+// verification token, the encrypt key) and the tenant token from a string
+// that goes into a log or an error: a server may echo what it was sent,
+// and an error may quote a request.
 func (a *Adapter) redact(s string) string {
 	a.tok.mu.Lock()
-	tok := a.tok.token
-	a.tok.mu.Unlock()
-	for _, secret := range []string{tok, a.cfg.AppSecret.Reveal()} {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	defer a.tok.mu.Unlock()
+	return a.redactSecret(s)
 }
 
 // redactSecret is redact for use with a.tok.mu held.
 func (a *Adapter) redactSecret(s string) string {
-	if secret := a.cfg.AppSecret.Reveal(); secret != "" {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	if a.tok.token != "" {
-		s = strings.ReplaceAll(s, a.tok.token, "[redacted]")
+	for _, secret := range []string{a.tok.token, a.cfg.AppSecret.Reveal(), a.cfg.VerificationToken.Reveal(), a.cfg.EncryptKey.Reveal()} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
 	}
 	return s
 }

@@ -183,7 +183,7 @@ func (s *wsSource) checkEndpoint(ctx context.Context) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.apiClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("lark: long connection endpoint: %s", s.redact(err.Error()))
+		return fmt.Errorf("lark: long connection endpoint: %s", s.r.a.redact(err.Error()))
 	}
 	defer resp.Body.Close()
 	var r struct {
@@ -206,7 +206,7 @@ func (s *wsSource) checkEndpoint(ctx context.Context) error {
 
 // refusal names a final refusal of the client.
 func (s *wsSource) refusal(ce *larkws.ClientError) error {
-	msg := clip(s.redact(ce.Msg), 200)
+	msg := clip(s.r.a.redact(ce.Msg), 200)
 	if ce.Code == larkws.AuthFailed {
 		// The handshake's only final 514 is ExceedConnLimit.
 		return &wsRefused{fmt.Sprintf("lark: the long connection was refused: the app has too many connections open (Lark's ExceedConnLimit, at most 50 per app: %s); stop the other instances using app_id %s, then restart", msg, clip(s.r.a.cfg.AppID, 64))}
@@ -243,19 +243,6 @@ func (s *wsSource) setError(err error) {
 	if s.observe != nil {
 		s.observe(s.r.a.health.Health())
 	}
-}
-
-// redact keeps every secret of the config, and the tenant token, out of a
-// string that goes to a log or an error.
-func (s *wsSource) redact(str string) string {
-	a := s.r.a
-	str = a.redact(str)
-	for _, secret := range []string{a.cfg.VerificationToken.Reveal(), a.cfg.EncryptKey.Reveal()} {
-		if secret != "" {
-			str = strings.ReplaceAll(str, secret, "[redacted]")
-		}
-	}
-	return str
 }
 
 // wsRun is what one Run shares with its handlers.
@@ -297,7 +284,7 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 		sem: make(chan struct{}, wsMaxInflight), inflight: map[string]*wsJob{}}
 	run.wg.Go(func() { s.catchUpLoop(run) })
 
-	log := wsLogger{log: a.log, redact: s.redact}
+	log := wsLogger{log: a.log, redact: s.r.a.redact}
 	d := dispatcher.NewEventDispatcher("", "")
 	d.InitConfig(larkevent.WithLogger(log), larkevent.WithLogLevel(larkcore.LogLevelInfo))
 	handler := func(hctx context.Context, req *larkevent.EventReq) error { return s.onEvent(hctx, run, req) }
@@ -324,7 +311,7 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 			// A connection attempt that failed (the client retries) or
 			// the final refusal (Start returns it too).
 			if rctx.Err() == nil {
-				s.setError(fmt.Errorf("lark: long connection: %s", clip(s.redact(err.Error()), 300)))
+				s.setError(fmt.Errorf("lark: long connection: %s", clip(s.r.a.redact(err.Error()), 300)))
 			}
 		}),
 	)
@@ -349,7 +336,7 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 	if err == nil {
 		return errors.New("lark: the long connection stopped on its own")
 	}
-	return fmt.Errorf("lark: the long connection stopped: %s", clip(s.redact(err.Error()), 300))
+	return fmt.Errorf("lark: the long connection stopped: %s", clip(s.r.a.redact(err.Error()), 300))
 }
 
 // onConnect runs on the client's coordinator once a connection is up (the
@@ -456,7 +443,7 @@ func (s *wsSource) catchUpLoop(run *wsRun) {
 		case err != nil:
 			failures++
 			wait := min(wsPassRetry<<min(failures-1, 5), 30*time.Minute)
-			s.setError(fmt.Errorf("lark: catch-up after connecting: %s", clip(s.redact(err.Error()), 500)))
+			s.setError(fmt.Errorf("lark: catch-up after connecting: %s", clip(s.r.a.redact(err.Error()), 500)))
 			s.r.a.log.Warn("lark: catch-up failed; tried again later", "err", err, "in", wait)
 			t := time.AfterFunc(wait, func() { wsKick(run) })
 			go func() { <-run.ctx.Done(); t.Stop() }()
@@ -574,7 +561,7 @@ func (s *wsSource) start(ctx context.Context, run *wsRun, ev event) (*wsJob, err
 // only: the chats are marked as having a gap and a catch-up pass is asked
 // for, which reads the message from the history if every retry fails too.
 func (s *wsSource) failed(run *wsRun, ev event, err error) {
-	s.setError(fmt.Errorf("lark: event %s not stored: %s", clip(ev.Header.EventID, 100), clip(s.redact(err.Error()), 500)))
+	s.setError(fmt.Errorf("lark: event %s not stored: %s", clip(ev.Header.EventID, 100), clip(s.r.a.redact(err.Error()), 500)))
 	s.r.a.log.Warn("lark: event not stored; answered as failed, Lark redelivers it", "event_id", clip(ev.Header.EventID, 100), "err", err)
 	s.r.gap()
 	wsKick(run)

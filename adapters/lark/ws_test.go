@@ -788,7 +788,7 @@ func TestWSCorpus(t *testing.T) {
 func TestWSLogAndConfig(t *testing.T) {
 	w := wsNew(t, larkfake.Options{}, "")
 	secret := w.a.cfg.AppSecret.Reveal()
-	l := wsLogger{log: w.a.log, redact: w.s.redact}
+	l := wsLogger{log: w.a.log, redact: w.a.redact}
 	l.Debug(context.Background(), "receive message, payload: {\"token\":\""+wsVerifToken+"\"} debug-marker")
 	l.Info(context.Background(), "info-marker", secret)
 	l.Warn(context.Background(), "warn-marker "+wsVerifToken)
