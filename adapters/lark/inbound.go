@@ -304,3 +304,20 @@ func (r *receiver) passStart() uint64 {
 	r.passGen = r.gaps
 	return r.gaps
 }
+
+// flightKey names what a redelivery of ev has in common with the delivery
+// still being handled, for the transports to join them: the message_id
+// (Lark redelivers a message with it; DESIGN §5 dedupes by it), else the
+// event type and id; "" when it has neither.
+func flightKey(ev event) string {
+	if ev.Header.EventType == "im.message.receive_v1" {
+		var pk peek
+		if json.Unmarshal(ev.Event, &pk) == nil && strings.TrimSpace(pk.Message.MessageID) != "" {
+			return "m:" + strings.TrimSpace(pk.Message.MessageID)
+		}
+	}
+	if id := strings.TrimSpace(ev.Header.EventID); id != "" {
+		return "e:" + ev.Header.EventType + ":" + id
+	}
+	return ""
+}

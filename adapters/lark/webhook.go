@@ -341,22 +341,6 @@ func (p *webhookRefusals) allow(now time.Time) (int, bool) {
 	return n, true
 }
 
-// flightKey names what a redelivery has in common with the first
-// delivery: the message_id (Lark redelivers a message with it; DESIGN §5
-// dedupes by it), else the event_id.
-func flightKey(ev event) string {
-	if ev.Header.EventType == "im.message.receive_v1" {
-		var pk peek
-		if json.Unmarshal(ev.Event, &pk) == nil && pk.Message.MessageID != "" {
-			return "m:" + pk.Message.MessageID
-		}
-	}
-	if ev.Header.EventID != "" {
-		return "e:" + ev.Header.EventID
-	}
-	return ""
-}
-
 // handleOnce is r.handle, with concurrent deliveries of one message
 // joined: a redelivery that arrives while the first try is storing waits
 // for it (within its own deadline) and, if the first try failed, tries

@@ -254,7 +254,7 @@ type wsRun struct {
 	wg   sync.WaitGroup
 
 	mu       sync.Mutex
-	inflight map[string]*wsJob // by wsKey
+	inflight map[string]*wsJob // by flightKey
 }
 
 // wsJob is one event being handled.
@@ -459,21 +459,6 @@ func (s *wsSource) catchUpLoop(run *wsRun) {
 // checkpoint stays where it was until a pass completes.
 const wsPassRetry = time.Minute
 
-// wsKey names an event for the in-flight set: its message, else its
-// event id; "" when it has neither.
-func wsKey(ev event) string {
-	if ev.Header.EventType == "im.message.receive_v1" {
-		var pk peek
-		if json.Unmarshal(ev.Event, &pk) == nil && strings.TrimSpace(pk.Message.MessageID) != "" {
-			return "m:" + strings.TrimSpace(pk.Message.MessageID)
-		}
-	}
-	if id := strings.TrimSpace(ev.Header.EventID); id != "" {
-		return "e:" + ev.Header.EventType + ":" + id
-	}
-	return ""
-}
-
 // onEvent is the dispatcher's handler of message events: nil (acked 200)
 // once the event is durable, an error (acked 500: Lark redelivers) when it
 // could not be stored or was not within the budget.
@@ -510,7 +495,7 @@ func (s *wsSource) onEvent(hctx context.Context, run *wsRun, req *larkevent.Even
 // message already under way (a redelivery). It waits for a slot until
 // ctx ends.
 func (s *wsSource) start(ctx context.Context, run *wsRun, ev event) (*wsJob, error) {
-	key := wsKey(ev)
+	key := flightKey(ev)
 	join := func() *wsJob {
 		if key == "" {
 			return nil
