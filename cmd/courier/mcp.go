@@ -25,7 +25,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -1005,63 +1004,47 @@ func (s *mcpServer) listResources(ctx context.Context, cursor string) (*mcp.List
 	return res, err
 }
 
-// watch tells subscribers when mail arrives until ctx ends: a file
-// created in inbound/<provider>/ is a new message (Courier renames a
-// durable file into place), whoever wrote it (this service, or the
-// service the stdio server sits beside). A burst is one notification.
+// watch tells subscribers when mail arrives until ctx ends: an inbound
+// event in the mailbox's journal (written with the message's index row),
+// whoever wrote it (this service, or the service the stdio server sits
+// beside), read as `courier watch` reads it. A burst is one notification.
 func (s *mcpServer) watch(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
+	mb, err := s.a.mailbox()
 	if err != nil {
 		return err
 	}
-	inbound := filepath.Dir(mailbox.Layout{Root: s.a.root}.Dir(mailbox.BoxInbound, schema.Email))
-	add := func(dir string) {
-		if err := w.Add(dir); err != nil {
-			s.log.Warn("mcp: cannot watch for new mail", "dir", dir, "err", err)
-		}
-	}
-	add(inbound)
-	if ents, err := os.ReadDir(inbound); err == nil {
-		for _, e := range ents {
-			if e.IsDir() {
-				add(filepath.Join(inbound, e.Name()))
-			}
-		}
+	wake, stop := journalWaker(ctx, mb)
+	cursor, _, err := mb.LastEvent(ctx)
+	if err != nil {
+		stop()
+		return err
 	}
 	go func() {
-		defer w.Close()
-		var fire <-chan time.Time
+		defer stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if ev.Op&(fsnotify.Create|fsnotify.Rename) == 0 {
-					continue
-				}
-				if filepath.Dir(ev.Name) == inbound {
-					if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-						add(ev.Name) // a provider's first message
+			case <-wake:
+			}
+			arrived := false
+			for {
+				evs, err := mb.Events(ctx, cursor, 256)
+				if err != nil {
+					if ctx.Err() == nil {
+						s.log.Warn("mcp: reading the journal for new mail", "err", err)
 					}
-					continue
+					break
 				}
-				if strings.HasSuffix(ev.Name, ".md") && fire == nil {
-					fire = time.After(50 * time.Millisecond)
+				for _, ev := range evs {
+					cursor = ev.Seq
+					arrived = arrived || ev.Kind == mailbox.EventInbound
 				}
-			case err, ok := <-w.Errors:
-				if !ok {
-					return
+				if len(evs) < 256 {
+					break
 				}
-				s.log.Warn("mcp: watching for new mail", "err", err)
-				// Events were lost: say something may have arrived.
-				if fire == nil {
-					fire = time.After(50 * time.Millisecond)
-				}
-			case <-fire:
-				fire = nil
+			}
+			if arrived {
 				s.notify(ctx)
 			}
 		}

@@ -108,16 +108,10 @@ func (w *watcher) run(ctx context.Context, since string) error {
 	if f, ok := w.a.stdout.(*os.File); ok {
 		go readerGone(ctx, f, cancel)
 	}
-	// Watch the state database before taking the position: a commit
-	// between the two is then both after the position and a wake-up.
-	fw, err := fsnotify.NewWatcher()
-	if err == nil {
-		defer fw.Close()
-		if err := fw.Add(mb.State()); err != nil {
-			fw.Close()
-			fw = nil
-		}
-	}
+	// Wake on the journal before taking the position: a commit between
+	// the two is then both after the position and a wake-up.
+	wake, stop := journalWaker(ctx, mb)
+	defer stop()
 	if w.cursor, _, err = mb.LastEvent(ctx); err != nil {
 		return err
 	}
@@ -130,12 +124,6 @@ func (w *watcher) run(ctx context.Context, since string) error {
 	if err := w.first(ctx, since); err != nil {
 		return err
 	}
-	var events <-chan fsnotify.Event
-	if fw != nil {
-		events = fw.Events
-	}
-	tick := time.NewTicker(watchPoll)
-	defer tick.Stop()
 	for {
 		if err := w.follow(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -146,11 +134,60 @@ func (w *watcher) run(ctx context.Context, since string) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-events: // any change of the database's files: read the journal
-			if !ok {
-				events = nil
+		case <-wake:
+		}
+	}
+}
+
+// journalWaker returns a channel that gets a value (one pending at most)
+// whenever the journal of mb may hold new events: on any change of the
+// state database's files (a commit of another process: inotify), on a
+// commit of this process (Subscribe), and every watchPoll (a missed or
+// coalesced inotify event, a file system without it). Readers then read
+// the journal from their position. stop ends it.
+func journalWaker(ctx context.Context, mb *mailbox.Mailbox) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	wake := make(chan struct{}, 1)
+	sub, unsub := mb.Subscribe()
+	var events <-chan fsnotify.Event
+	fw, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err := fw.Add(mb.State()); err != nil {
+			fw.Close()
+			fw = nil
+		} else {
+			events = fw.Events
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(watchPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-events:
+				if !ok {
+					events = nil
+					continue
+				}
+			case <-sub:
+			case <-tick.C:
 			}
-		case <-tick.C:
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return wake, func() {
+		cancel()
+		<-done
+		unsub()
+		if fw != nil {
+			fw.Close()
 		}
 	}
 }
