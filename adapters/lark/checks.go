@@ -74,6 +74,12 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("lark: %s: code %d: %s", e.Path, e.Code, e.Msg)
 }
 
+// retryable reports an API error worth trying again: a rate limit or a
+// server's failure.
+func retryable(ae *apiError) bool {
+	return ae.Code == codeRateLimited || ae.Status == http.StatusTooManyRequests || ae.Status >= 500
+}
+
 // apiGet GETs a Lark API path with the tenant token (fetched again once
 // when Lark refuses it) and decodes its data into out (nil: ignored). An
 // answer with a code other than 0 is an *apiError; a rate limit, a 5xx or

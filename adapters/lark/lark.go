@@ -4,14 +4,16 @@
 //
 // The parts, a file each:
 //   - lark.go: Options and New, which assemble the provider;
-//   - normalize.go, directory.go, resources.go: an event to a
-//     schema.Message (names from the contact and chat APIs, resources
-//     streamed into the dropzone, the tenant token);
+//   - normalize.go, directory.go, resources.go, forward.go: an event to
+//     a schema.Message (names from the contact and chat APIs, resources
+//     streamed into the dropzone, the tenant token, a merge_forward's
+//     messages shown as an email forward is);
 //   - inbound.go: the one path from an event to the mailbox, for every
 //     transport, and the per-chat positions;
 //   - ws.go, webhook.go, replay.go: the transports (the SDK's long
 //     connection, the HTTP callback, the catch-up from history after a
-//     gap);
+//     gap), the catch-up reading each chat's history (history.go) and
+//     its threads (threads.go);
 //   - resolve.go, send.go, client.go: the rules for drafts, the Sender,
 //     and the SDK's REST client it uses (on the adapter's own tenant
 //     token: the SDK's token cache is process-wide and never renews a

@@ -282,7 +282,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	}
 	if m.MessageType == "merge_forward" {
 		// The event carries no forwarded message: they are fetched
-		// (replay.go), shown as an email forward, their files stored.
+		// (forward.go), shown as an email forward, their files stored.
 		if err := a.mergeForward(ctx, m.MessageID, msg, &r, extra, batch); err != nil {
 			return nil, err
 		}

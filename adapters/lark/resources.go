@@ -144,7 +144,7 @@ func (a *Adapter) fetchResources(ctx context.Context, messageID string, rs []con
 		case err != nil && !finalTry(ctx):
 			return nil, nil, adapters.Temporary(err)
 		case err != nil:
-			// The catch-up's last try at this message (replay.go): it is
+			// The catch-up's last try at this message (history.go): it is
 			// written without the resource rather than never.
 			reason := "still failing after the catch-up's tries: " + clip(a.redact(err.Error()), 300)
 			notes = append(notes, resourceNote{Key: clip(r.Key, 200), Kind: r.Kind, Reason: reason})
