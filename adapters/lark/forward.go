@@ -39,8 +39,10 @@ const forwardTitle = "---------- Forwarded messages ----------"
 // and puts them into r (Text and Markdown) and msg (their files, stored
 // in batch). A failure Lark will answer the same way again leaves the
 // placeholder and a note in extra["merge_forward"]; the error it returns is
-// one worth retrying (Lark redelivers the event).
-func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Message, r *content.Result, extra map[string]any, batch *dropzone.Batch) error {
+// one worth retrying (Lark redelivers the event), except on the
+// catch-up's last try at the message (lastTry), which notes what still
+// fails.
+func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Message, r *content.Result, extra map[string]any, batch *dropzone.Batch, lastTry bool) error {
 	var data struct {
 		Items []histItem `json:"items"`
 	}
@@ -55,7 +57,7 @@ func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Messa
 	case strings.Contains(err.Error(), "data not as documented"):
 		extra["merge_forward"] = "the forwarded messages could not be read: Lark's answer is not as documented"
 		return nil
-	case finalTry(ctx):
+	case givesUp(ctx, lastTry):
 		extra["merge_forward"] = "the forwarded messages could not be read after the catch-up's tries: " + clip(schema.CleanText(a.redact(err.Error())), 300)
 		a.log.Warn("lark: forwarded messages not read after the catch-up's tries; the message is written without them", "message_id", id, "error", err)
 		return nil
@@ -69,7 +71,7 @@ func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Messa
 			kids[it.UpperMessageID] = append(kids[it.UpperMessageID], it)
 		}
 	}
-	f := &forwardRender{a: a, ctx: ctx, top: id, kids: kids, batch: batch}
+	f := &forwardRender{a: a, ctx: ctx, top: id, kids: kids, batch: batch, lastTry: lastTry}
 	if err := f.level(id, 0); err != nil {
 		return err
 	}
@@ -100,6 +102,7 @@ type forwardRender struct {
 	top      string // the merge_forward's message_id
 	kids     map[string][]*histItem
 	batch    *dropzone.Batch
+	lastTry  bool // the catch-up's last try: a file that still fails is noted
 	text, md strings.Builder
 	arts     []schema.Artifact
 	notes    []resourceNote
@@ -193,7 +196,7 @@ func (f *forwardRender) content(it *histItem, quote string) error {
 		if errors.As(err, &s) && it.MessageID != "" && it.MessageID != f.top {
 			art, err = f.a.fetchResource(f.ctx, it.MessageID, x, f.batch)
 		}
-		if err != nil && !errors.As(err, &s) && finalTry(f.ctx) {
+		if err != nil && !errors.As(err, &s) && givesUp(f.ctx, f.lastTry) {
 			s = &errSkip{reason: "still failing after the catch-up's tries: " + clip(f.a.redact(err.Error()), 300)}
 			err = s
 		}

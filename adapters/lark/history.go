@@ -278,8 +278,8 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 
 // replayItem hands one message read back to handle, unless it is recalled
 // or not the chat's own; ms is its create_time (0 when unreadable). A
-// message that failed in maxItemFailures passes is tried a last time with
-// finalTry set.
+// message that failed in maxItemFailures passes is tried a last time, its
+// event's lastTry set.
 func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayChat, it histItem) (ms int64, err error) {
 	ms, _ = strconv.ParseInt(strings.TrimSpace(it.CreateTime), 10, 64)
 	if ms <= 0 || ms > 1<<50 {
@@ -292,10 +292,9 @@ func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayC
 		r.replay.noteThread(c.id, it.ThreadID, ms)
 	}
 	st := &r.replay
-	if st.fails[it.MessageID] >= maxItemFailures {
-		ctx = context.WithValue(ctx, finalTryKey{}, true)
-	}
-	err = r.handle(ctx, sink, it.event(c.id, c.chatType))
+	ev := it.event(c.id, c.chatType)
+	ev.lastTry = st.fails[it.MessageID] >= maxItemFailures
+	err = r.handle(ctx, sink, ev)
 	switch {
 	case err == nil:
 		delete(st.fails, it.MessageID)
@@ -312,15 +311,6 @@ func (r *receiver) replayItem(ctx context.Context, sink adapters.Sink, c replayC
 // written without what keeps failing (at the pass interval, a few minutes
 // to an hour: a passing outage of Lark's resource store is waited out).
 const maxItemFailures = 3
-
-type finalTryKey struct{}
-
-// finalTry reports whether ctx is the catch-up's last try at a message:
-// what still fails to be fetched is noted in the file, not retried.
-func finalTry(ctx context.Context) bool {
-	v, _ := ctx.Value(finalTryKey{}).(bool)
-	return v && ctx.Err() == nil
-}
 
 // itemFailure is the first message of a chat whose handle failed in a
 // pass: the chat's position stays before it (so the next pass tries it

@@ -80,6 +80,18 @@ type event struct {
 		AppID      string `json:"app_id"`
 	} `json:"header"`
 	Event json.RawMessage `json:"event"`
+	// lastTry is set by the catch-up on its last try at a message that
+	// failed in maxItemFailures passes (history.go): a resource or a
+	// forward that still fails to be fetched is noted in the file, not
+	// retried. Never read from what Lark sends.
+	lastTry bool
+}
+
+// givesUp reports whether a fetch that failed, and might pass if tried
+// again, is given up on: on the catch-up's last try at its message, unless
+// ctx is done (a fetch cut short by a shutdown is no failure of Lark's).
+func givesUp(ctx context.Context, lastTry bool) bool {
+	return lastTry && ctx.Err() == nil
 }
 
 // body is the event body of im.message.receive_v1 and
@@ -265,7 +277,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		defer batch.Abort() // does nothing once committed
 	}
 	if len(r.Resources) > 0 {
-		arts, notes, err := a.fetchResources(ctx, m.MessageID, r.Resources, batch)
+		arts, notes, err := a.fetchResources(ctx, m.MessageID, r.Resources, batch, ev.lastTry)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +295,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	if m.MessageType == "merge_forward" {
 		// The event carries no forwarded message: they are fetched
 		// (forward.go), shown as an email forward, their files stored.
-		if err := a.mergeForward(ctx, m.MessageID, msg, &r, extra, batch); err != nil {
+		if err := a.mergeForward(ctx, m.MessageID, msg, &r, extra, batch, ev.lastTry); err != nil {
 			return nil, err
 		}
 	}

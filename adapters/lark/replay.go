@@ -91,7 +91,8 @@ type replayState struct {
 	// fails counts, per message_id, the passes whose handle of it failed
 	// (a resource or a forward Lark keeps failing to serve); at
 	// maxItemFailures the next try writes it without what failed
-	// (finalTry), so that one message cannot hold up its chat for good.
+	// (event.lastTry), so that one message cannot hold up its chat for
+	// good.
 	// Bounded by maxChats.
 	fails map[string]int
 	// p2p are the p2p chats met (saved under p2pKey); p2pLoaded once

@@ -130,8 +130,9 @@ func skip(format string, args ...any) error { return &errSkip{reason: fmt.Sprint
 type resourceNote struct{ Key, Kind, Reason string }
 
 // fetchResources stores the message's resources in batch. The error is
-// one worth retrying.
-func (a *Adapter) fetchResources(ctx context.Context, messageID string, rs []content.Resource, batch *dropzone.Batch) ([]schema.Artifact, []resourceNote, error) {
+// one worth retrying; on the catch-up's last try at the message (lastTry)
+// there is none: what still fails is noted.
+func (a *Adapter) fetchResources(ctx context.Context, messageID string, rs []content.Resource, batch *dropzone.Batch, lastTry bool) ([]schema.Artifact, []resourceNote, error) {
 	var arts []schema.Artifact
 	var notes []resourceNote
 	for _, r := range rs {
@@ -141,7 +142,7 @@ func (a *Adapter) fetchResources(ctx context.Context, messageID string, rs []con
 		case errors.As(err, &s):
 			notes = append(notes, resourceNote{Key: clip(r.Key, 200), Kind: r.Kind, Reason: s.reason})
 			a.log.Warn("lark: resource not stored; the message is written without it", "message_id", messageID, "key", clip(r.Key, 200), "reason", s.reason)
-		case err != nil && !finalTry(ctx):
+		case err != nil && !givesUp(ctx, lastTry):
 			return nil, nil, adapters.Temporary(err)
 		case err != nil:
 			// The catch-up's last try at this message (history.go): it is
