@@ -85,13 +85,7 @@ func (a *Adapter) mergeForward(ctx context.Context, id string, msg *schema.Messa
 	r.Text = strings.TrimRight(f.text.String(), "\n")
 	r.Markdown = strings.TrimRight(f.md.String(), "\n")
 	msg.Artifacts = append(msg.Artifacts, f.arts...)
-	if len(f.notes) > 0 {
-		list, _ := extra["resources"].([]any)
-		for _, n := range f.notes {
-			list = append(list, map[string]any{"key": schema.CleanText(n.Key), "kind": n.Kind, "reason": schema.CleanText(n.Reason)})
-		}
-		extra["resources"] = list
-	}
+	noteResources(extra, f.notes)
 	return nil
 }
 

@@ -187,6 +187,8 @@ func (a *Adapter) newMessage(id string, th threading.IMThread) *schema.Message {
 	}
 }
 
+// received is the file of an im.message.receive_v1 event: who, where
+// and when, the content, the files and forwarded messages it carries.
 func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Event, error) {
 	m := &b.Message
 	id := threading.LarkID(m.MessageID)
@@ -201,36 +203,85 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	th := threading.Lark(threading.LarkRef{ChatID: m.ChatID, ChatType: m.ChatType, MessageID: m.MessageID, ThreadID: m.ThreadID, RootID: m.RootID, ParentID: m.ParentID})
 	msg := a.newMessage(id, th)
 	extra := map[string]any{}
-	if at, ok := millis(m.CreateTime); ok {
-		msg.Timestamp = schema.NewTime(at)
-	} else {
-		extra["create_time_unparsed"] = clip(m.CreateTime, 64)
-		// When the event was made is the nearest Lark says.
-		if at, ok := millis(ev.Header.CreateTime); ok {
-			msg.Timestamp = schema.NewTime(at)
-		}
-	}
-	// The open_id, else (an app without the scope to see it) the
-	// union_id or user_id: a sender is never left without an id.
-	sid := b.Sender.SenderID
-	from := schema.CleanText(clip(cmpOr(sid.OpenID, sid.UnionID, sid.UserID), 128))
-	p := schema.Participant{ID: from, PlatformID: from, Name: from}
-	if from == "" {
-		p = schema.Participant{ID: "unknown", Name: "(unknown sender)"}
-	} else if n := a.userName(ctx, from); n != "" {
-		p.Name = schema.CleanText(n)
-	}
-	msg.Participants.From = p
+	stamp(msg, extra, m.CreateTime, ev.Header.CreateTime)
+	from, known := a.sender(ctx, b)
+	msg.Participants.From = from
 	// The session's name: the chat's, else (a p2p chat has none) the
 	// other person's, else the id.
 	msg.Session.Name, _ = a.chat(ctx, m.ChatID)
-	if msg.Session.Name == "" && th.SessionType == schema.Direct && from != "" {
-		msg.Session.Name = p.Name
+	if msg.Session.Name == "" && th.SessionType == schema.Direct && known {
+		msg.Session.Name = from.Name
 	}
 	if msg.Session.Name == "" {
 		msg.Session.Name = msg.Session.ID
 	}
+	r := a.parseContent(ctx, b, extra)
+	addMentions(msg, r.Mentions)
 
+	var batch *dropzone.Batch
+	if a.dz != nil {
+		batch = a.dz.NewBatch()
+		defer batch.Abort() // does nothing once committed
+	}
+	if err := a.attach(ctx, b, msg, &r, extra, batch, ev.lastTry); err != nil {
+		return nil, err
+	}
+	if err := a.putContent(msg, batch, extra, r, m.MessageType); err != nil {
+		return nil, err
+	}
+	msg.Metadata.ProviderRaw = providerRaw(ev.Event)
+	x := &msg.Metadata.Extra
+	x.EventID = clip(ev.Header.EventID, 200)
+	extra["message_type"] = clip(m.MessageType, 64)
+	x.Other = extra
+	if batch != nil {
+		if err := batch.Commit(); err != nil {
+			return nil, adapters.Temporary(fmt.Errorf("lark: store the resources of %s: %w", id, err))
+		}
+	}
+	out := &adapters.Event{Message: msg, Debounce: true, ThreadCorrelation: th.ThreadKey != ""}
+	if ev.Header.EventID != "" {
+		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
+	}
+	return out, nil
+}
+
+// stamp sets when the message was posted: its create_time, else (noted
+// in extra) when the event was made, the nearest Lark says, else now.
+func stamp(msg *schema.Message, extra map[string]any, createTime, eventTime string) {
+	if at, ok := millis(createTime); ok {
+		msg.Timestamp = schema.NewTime(at)
+		return
+	}
+	extra["create_time_unparsed"] = clip(createTime, 64)
+	if at, ok := millis(eventTime); ok {
+		msg.Timestamp = schema.NewTime(at)
+	}
+}
+
+// sender is who sent the message, named from the contact API; known is
+// false when the event gives no id for the sender.
+func (a *Adapter) sender(ctx context.Context, b *body) (p schema.Participant, known bool) {
+	// The open_id, else (an app without the scope to see it) the
+	// union_id or user_id: a sender is never left without an id.
+	sid := b.Sender.SenderID
+	from := schema.CleanText(clip(cmpOr(sid.OpenID, sid.UnionID, sid.UserID), 128))
+	if from == "" {
+		return schema.Participant{ID: "unknown", Name: "(unknown sender)"}, false
+	}
+	p = schema.Participant{ID: from, PlatformID: from, Name: from}
+	if n := a.userName(ctx, from); n != "" {
+		p.Name = schema.CleanText(n)
+	}
+	return p, true
+}
+
+// parseContent reads the message's content, its mentions named. A
+// content over maxContent is not read, one that cannot be read is a
+// placeholder, each noted in extra: kept, never dropped (the content is
+// in provider_raw).
+func (a *Adapter) parseContent(ctx context.Context, b *body, extra map[string]any) content.Result {
+	m := &b.Message
 	var ms []content.Mention
 	for _, x := range m.Mentions {
 		ms = append(ms, content.Mention{Key: x.Key, ID: x.ID.OpenID, Name: x.Name})
@@ -252,12 +303,17 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	}}
 	r, err := content.Parse(m.MessageType, raw, ms, names)
 	if err != nil {
-		// Kept, never dropped: the content is in provider_raw.
 		extra["parse_error"] = clip(err.Error(), 500)
 		r.Text = "[" + clip(schema.CleanText(m.MessageType), 64) + " message that could not be read]"
 		r.Markdown = strings.NewReplacer("[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_", "`", "\\`", "<", "\\<").Replace(r.Text)
 	}
-	for _, x := range r.Mentions {
+	return r
+}
+
+// addMentions adds the users (and @all) the content mentions, 100 at
+// most.
+func addMentions(msg *schema.Message, mentions []content.Mention) {
+	for _, x := range mentions {
 		if len(msg.Participants.Mentions) >= 100 {
 			break
 		}
@@ -270,41 +326,53 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		}
 		msg.Participants.Mentions = append(msg.Participants.Mentions, schema.Mention{Type: schema.MentionUser, Target: schema.CleanText(x.ID), Name: schema.CleanText(x.Name)})
 	}
+}
 
-	var batch *dropzone.Batch
-	if a.dz != nil {
-		batch = a.dz.NewBatch()
-		defer batch.Abort() // does nothing once committed
-	}
+// attach fetches the message's files into batch and, for a merge_forward,
+// the messages forwarded (into r); what is not stored is noted in extra.
+// The error is one worth retrying.
+func (a *Adapter) attach(ctx context.Context, b *body, msg *schema.Message, r *content.Result, extra map[string]any, batch *dropzone.Batch, lastTry bool) error {
+	m := &b.Message
 	if len(r.Resources) > 0 {
-		arts, notes, err := a.fetchResources(ctx, m.MessageID, r.Resources, batch, ev.lastTry)
+		arts, notes, err := a.fetchResources(ctx, m.MessageID, r.Resources, batch, lastTry)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		msg.Artifacts = append(msg.Artifacts, arts...)
-		if len(notes) > 0 {
-			// Plain maps: metadata.extra holds only what YAML and
-			// JSON write as they are.
-			var list []any
-			for _, n := range notes {
-				list = append(list, map[string]any{"key": schema.CleanText(n.Key), "kind": n.Kind, "reason": schema.CleanText(n.Reason)})
-			}
-			extra["resources"] = list
-		}
+		noteResources(extra, notes)
 	}
 	if m.MessageType == "merge_forward" {
 		// The event carries no forwarded message: they are fetched
 		// (forward.go), shown as an email forward, their files stored.
-		if err := a.mergeForward(ctx, m.MessageID, msg, &r, extra, batch, ev.lastTry); err != nil {
-			return nil, err
-		}
+		return a.mergeForward(ctx, m.MessageID, msg, r, extra, batch, lastTry)
 	}
+	return nil
+}
+
+// noteResources adds to extra["resources"] the resources not stored.
+func noteResources(extra map[string]any, notes []resourceNote) {
+	if len(notes) == 0 {
+		return
+	}
+	// Plain maps: metadata.extra holds only what YAML and JSON write as
+	// they are.
+	list, _ := extra["resources"].([]any)
+	for _, n := range notes {
+		list = append(list, map[string]any{"key": schema.CleanText(n.Key), "kind": n.Kind, "reason": schema.CleanText(n.Reason)})
+	}
+	extra["resources"] = list
+}
+
+// putContent sets the message's text, Markdown, body and type from r,
+// within courier.limits.max_text_bytes (fitText): a body cut says where
+// it goes on.
+func (a *Adapter) putContent(msg *schema.Message, batch *dropzone.Batch, extra map[string]any, r content.Result, msgType string) error {
 	text, md := strings.TrimRight(schema.CleanText(r.Text), "\n"), strings.TrimRight(schema.CleanText(r.Markdown), "\n")
 	files := len(msg.Artifacts)
 	fullMD := md
-	text, md, err = a.fitText(msg, batch, extra, text, md)
+	text, md, err := a.fitText(msg, batch, extra, text, md)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	msg.Content = schema.Content{Text: schema.NullString(text), Markdown: schema.NullString(md)}
 	msg.Body = md
@@ -315,23 +383,9 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 		msg.Body = strings.TrimRight(msg.Body, "\n") + restLine(msg.Artifacts[files:]) + "\n"
 	}
 	// A message of a file alone has only its bracketed note as text.
-	hasWords := strings.TrimSpace(text) != "" && !resourceOnly[m.MessageType]
+	hasWords := strings.TrimSpace(text) != "" && !resourceOnly[msgType]
 	msg.Type = schema.TypeOf(hasWords, msg.Artifacts[:files])
-	msg.Metadata.ProviderRaw = providerRaw(ev.Event)
-	x := &msg.Metadata.Extra
-	x.EventID = clip(ev.Header.EventID, 200)
-	extra["message_type"] = clip(m.MessageType, 64)
-	x.Other = extra
-	if batch != nil {
-		if err := batch.Commit(); err != nil {
-			return nil, adapters.Temporary(fmt.Errorf("lark: store the resources of %s: %w", id, err))
-		}
-	}
-	out := &adapters.Event{Message: msg, Debounce: true, ThreadCorrelation: th.ThreadKey != ""}
-	if ev.Header.EventID != "" {
-		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
-	}
-	return out, nil
+	return nil
 }
 
 // recalled writes a file of its own saying which message was recalled; it
