@@ -501,74 +501,111 @@ func (s *sender) post(ctx context.Context, dest target, st step) (string, error)
 }
 
 // upload sends one artifact to Lark and returns the msg_type and content
-// of the message that shows it. The bytes are read whole (the SDK builds
-// its multipart body in memory; Lark takes at most 30 MB) and checked
-// against the artifact's id first: a damaged object is never sent.
+// of the message that shows it: an image as an image, else a file (a
+// voice message, a video or a document, as its type says).
 func (s *sender) upload(ctx context.Context, i int, art schema.DraftArtifact) (msgType, body string, err error) {
-	name := dropzone.SanitizeName(art.Name)
+	name, data, err := s.readArtifact(i, art)
+	if err != nil {
+		return "", "", err
+	}
+	what := fmt.Sprintf("upload artifacts[%d] (%s)", i, name)
+	if isImage(data) && int64(len(data)) <= maxImageUpload {
+		key, err := s.uploadImage(ctx, what, name, data)
+		if err != nil {
+			return "", "", err
+		}
+		b, _ := json.Marshal(map[string]string{"image_key": key})
+		return "image", string(b), nil
+	}
+	ft := fileType(name, art.MimeType)
+	key, err := s.uploadFile(ctx, what, name, ft, data)
+	if err != nil {
+		return "", "", err
+	}
+	b, _ := json.Marshal(map[string]string{"file_key": key})
+	switch ft {
+	case "opus":
+		return "audio", string(b), nil // a voice message
+	case "mp4":
+		return "media", string(b), nil // a video, played in the chat
+	}
+	return "file", string(b), nil
+}
+
+// readArtifact reads artifacts[i] from the dropzone, whole (the SDK builds
+// its multipart body in memory; Lark takes at most 30 MB), and checks it
+// against the artifact's id: a damaged object is never sent. name is the
+// file's name as sent.
+func (s *sender) readArtifact(i int, art schema.DraftArtifact) (name string, data []byte, err error) {
+	name = dropzone.SanitizeName(art.Name)
 	if strings.TrimSpace(art.Name) == "" {
 		name = "attachment"
 	}
 	if s.a.dz == nil {
-		return "", "", adapters.Permanent(errors.New("lark: no dropzone to read attachments from"))
+		return "", nil, adapters.Permanent(errors.New("lark: no dropzone to read attachments from"))
 	}
 	want, err := dropzone.ParseID(art.ID)
 	if err != nil {
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
 	}
 	f, err := s.a.dz.Open(art.ID)
 	if err != nil {
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s, %s): %w", i, name, art.ID, err))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s, %s): %w", i, name, art.ID, err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", "", adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
+		return "", nil, adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): %w", i, name, err))
 	}
 	size := fi.Size()
 	switch max := s.a.limits.MaxArtifactBytes; {
 	case size == 0:
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is empty, and Lark takes no empty file", i, name))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is empty, and Lark takes no empty file", i, name))
 	case max > 0 && size > max:
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the limit of %d (courier.limits.max_artifact_bytes)", i, name, size, max))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the limit of %d (courier.limits.max_artifact_bytes)", i, name, size, max))
 	case size > maxFileUpload:
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the %d Lark takes in a file", i, name, size, maxFileUpload))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s) is %d bytes, over the %d Lark takes in a file", i, name, size, maxFileUpload))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, size+1))
+	data, err = io.ReadAll(io.LimitReader(f, size+1))
 	if err != nil || int64(len(data)) != size {
-		return "", "", adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): read %d of its %d bytes: %v", i, name, len(data), size, err))
+		return "", nil, adapters.Temporary(fmt.Errorf("lark: artifacts[%d] (%s): read %d of its %d bytes: %v", i, name, len(data), size, err))
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
-		return "", "", adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): the dropzone's copy is damaged (its content is not %s); not sent", i, name, art.ID))
+		return "", nil, adapters.Permanent(fmt.Errorf("lark: artifacts[%d] (%s): the dropzone's copy is damaged (its content is not %s); not sent", i, name, art.ID))
 	}
+	return name, data, nil
+}
 
-	what := fmt.Sprintf("upload artifacts[%d] (%s)", i, name)
-	if isImage(data) && size <= maxImageUpload {
-		var key *string
-		err := s.call(ctx, what, uploadTimeout(size), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
-			req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
-				ImageType(larkim.CreateImageImageTypeMessage).Image(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
-			resp, err := s.api.Im.V1.Image.Create(ctx, req, tok)
-			if err != nil {
-				return nil, err
-			}
-			if resp.Data != nil {
-				key = resp.Data.ImageKey
-			}
-			return &resp.CodeError, nil
-		})
-		if err != nil {
-			return "", "", err
-		}
-		if key == nil || *key == "" {
-			return "", "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without an image_key", what))
-		}
-		b, _ := json.Marshal(map[string]string{"image_key": *key})
-		return "image", string(b), nil
-	}
-	ft := fileType(name, art.MimeType)
+// uploadImage uploads data as a message's image and returns its
+// image_key.
+func (s *sender) uploadImage(ctx context.Context, what, name string, data []byte) (string, error) {
 	var key *string
-	err = s.call(ctx, what, uploadTimeout(size), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+	err := s.call(ctx, what, uploadTimeout(int64(len(data))), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+		req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
+			ImageType(larkim.CreateImageImageTypeMessage).Image(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
+		resp, err := s.api.Im.V1.Image.Create(ctx, req, tok)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Data != nil {
+			key = resp.Data.ImageKey
+		}
+		return &resp.CodeError, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if key == nil || *key == "" {
+		return "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without an image_key", what))
+	}
+	return *key, nil
+}
+
+// uploadFile uploads data as a file of Lark's file_type ft and returns
+// its file_key.
+func (s *sender) uploadFile(ctx context.Context, what, name, ft string, data []byte) (string, error) {
+	var key *string
+	err := s.call(ctx, what, uploadTimeout(int64(len(data))), func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
 		req := larkim.NewCreateFileReqBuilder().Body(larkim.NewCreateFileReqBodyBuilder().
 			FileType(ft).FileName(name).File(&namedReader{Reader: bytes.NewReader(data), name: name}).Build()).Build()
 		resp, err := s.api.Im.V1.File.Create(ctx, req, tok)
@@ -581,19 +618,12 @@ func (s *sender) upload(ctx context.Context, i int, art schema.DraftArtifact) (m
 		return &resp.CodeError, nil
 	})
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	if key == nil || *key == "" {
-		return "", "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without a file_key", what))
+		return "", adapters.Temporary(fmt.Errorf("lark: %s: answered success without a file_key", what))
 	}
-	b, _ := json.Marshal(map[string]string{"file_key": *key})
-	switch ft {
-	case "opus":
-		return "audio", string(b), nil // a voice message
-	case "mp4":
-		return "media", string(b), nil // a video, played in the chat
-	}
-	return "file", string(b), nil
+	return *key, nil
 }
 
 // namedReader gives the SDK's multipart body the file's name.
