@@ -24,21 +24,41 @@ type replayChat struct{ id, chatType, mode string }
 // at its bound or failed; err is the list's failure, which leaves the
 // known chats to catch up.
 func (r *receiver) replayChats(ctx context.Context, sink adapters.Sink, lim replayLimits) (out []replayChat, listed bool, err error) {
-	seen := map[string]bool{}
-	add := func(id, mode string) {
-		if seen[id] || !strings.HasPrefix(id, "oc_") || !ids.MatchString(id) || len(id) > 128 {
-			return
-		}
-		seen[id] = true
-		out = append(out, replayChat{id: id, chatType: eventChatType(mode), mode: mode})
+	set := &chatSet{seen: map[string]bool{}}
+	listed, err = r.listChats(ctx, set, lim)
+	if kerr := r.knownChats(ctx, sink, set); kerr != nil && err == nil {
+		err = kerr
 	}
+	return set.list, listed && err == nil, err
+}
+
+// chatSet is the chats of a pass, each once, in the order added.
+type chatSet struct {
+	seen map[string]bool
+	list []replayChat
+}
+
+// add adds chat id, of chat_mode mode, unless it is in already or is not
+// a chat's id.
+func (cs *chatSet) add(id, mode string) {
+	if cs.seen[id] || !strings.HasPrefix(id, "oc_") || !ids.MatchString(id) || len(id) > 128 {
+		return
+	}
+	cs.seen[id] = true
+	cs.list = append(cs.list, replayChat{id: id, chatType: eventChatType(mode), mode: mode})
+}
+
+// listChats adds the chats im/v1/chats lists, from where the last pass
+// of the round stopped listing, lim.chatPages pages at most; listed is
+// true when the list was read to its end.
+func (r *receiver) listChats(ctx context.Context, set *chatSet, lim replayLimits) (listed bool, err error) {
 	st := &r.replay
 	token := st.chatToken
 	for page := 0; ; page++ {
 		if page >= lim.chatPages {
 			st.chatToken = token
-			r.a.log.Warn("lark: catch-up lists at most this many chats a pass; the rest are listed in the next", "chats", len(out))
-			break
+			r.a.log.Warn("lark: catch-up lists at most this many chats a pass; the rest are listed in the next", "chats", len(set.list))
+			return false, nil
 		}
 		q := url.Values{"page_size": {strconv.Itoa(lim.chatPageSize)}, "sort_type": {"ByCreateTimeAsc"}}
 		if token != "" {
@@ -62,32 +82,35 @@ func (r *receiver) replayChats(ctx context.Context, sink adapters.Sink, lim repl
 			continue
 		}
 		if err != nil {
-			err = fmt.Errorf("lark: catch-up: list the chats: %w", err)
-			break
+			return false, fmt.Errorf("lark: catch-up: list the chats: %w", err)
 		}
 		for _, c := range data.Items {
-			add(c.ChatID, c.ChatMode)
+			set.add(c.ChatID, c.ChatMode)
 		}
 		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
-			listed = true
 			st.chatToken = ""
-			break
+			return true, nil
 		}
 		token = data.PageToken
 	}
+}
+
+// knownChats adds the chats the receiver knows that the list did not
+// name: those met live since it started and the p2p chats saved, each
+// one's kind from im/v1/chats/{id} (cached). A p2p chat met for the first
+// time is added to those saved.
+func (r *receiver) knownChats(ctx context.Context, sink adapters.Sink, set *chatSet) error {
+	st := &r.replay
 	r.mu.Lock()
 	known := make([]string, 0, len(r.chats))
 	for id := range r.chats {
-		if !seen[id] {
+		if !set.seen[id] {
 			known = append(known, id)
 		}
 	}
 	r.mu.Unlock()
 	slices.Sort(known)
-	saved, perr := r.replayP2P(ctx, sink)
-	if perr != nil && err == nil {
-		err = perr
-	}
+	saved, err := r.replayP2P(ctx, sink)
 	p2p := slices.Clone(saved)
 	isP2P := make(map[string]bool, len(p2p))
 	for _, id := range p2p {
@@ -95,12 +118,12 @@ func (r *receiver) replayChats(ctx context.Context, sink adapters.Sink, lim repl
 	}
 	for _, id := range slices.Concat(known, saved) {
 		// A chat met live, not in the list: a p2p chat (or one the app
-		// left). Its kind comes from im/v1/chats/{id}, cached.
-		if seen[id] {
+		// left).
+		if set.seen[id] {
 			continue
 		}
 		_, mode := r.a.chat(ctx, id)
-		add(id, mode)
+		set.add(id, mode)
 		if mode == "p2p" && !isP2P[id] {
 			isP2P[id] = true
 			p2p = append(p2p, id)
@@ -115,7 +138,7 @@ func (r *receiver) replayChats(ctx context.Context, sink adapters.Sink, lim repl
 			err = werr
 		}
 	}
-	return out, listed && err == nil, err
+	return err
 }
 
 // The p2p chats the receiver has met are saved (under p2pKey, the newest
@@ -176,76 +199,26 @@ func eventChatType(mode string) string {
 // to handle; then the chat is caught up. Stopped at a bound, it saves
 // the newest read and returns errPassIncomplete.
 func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayChat, budget *int, lim replayLimits) error {
-	cs := r.acquire(c.id)
-	saved, err := r.position(ctx, cs, sink, c.id)
-	r.release(cs)
+	saved, from, err := r.replayFrom(ctx, sink, c.id, lim)
 	if err != nil {
 		return err
 	}
-	from := saved
 	st := &r.replay
-	if p, ok := st.passedTo[c.id]; ok && p < from && from-p <= lim.window.Milliseconds() {
-		from = p
-	}
-	if from <= 0 {
-		from = time.Now().Add(-lim.window).UnixMilli()
-	}
-	// newest is the newest create_time read; listed, the newest of the
-	// chat's history read (threads may hold newer replies than the part
-	// of the history a bounded pass read).
-	newest, listed := int64(0), int64(0)
 	var fail itemFailure
-	threads := map[string]bool{} // the threads whose roots were read
-	token := ""
-	bounded := false
-	for pages := 0; ; pages++ {
-		if pages >= lim.perChat || *budget <= 0 {
-			bounded = true
-			break
-		}
-		*budget--
-		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id}, "start_time": {strconv.FormatInt(from/1000, 10)},
-			"sort_type": {"ByCreateTimeAsc"}, "page_size": {strconv.Itoa(lim.pageSize)}}
-		data, err := r.listMessages(ctx, q, token, lim)
-		if err != nil {
-			return fmt.Errorf("lark: catch-up of %s: %w", c.id, err)
-		}
-		for _, it := range data.Items {
-			ms, err := r.replayItem(ctx, sink, c, it)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				fail.note(ms, err)
-			}
-			newest, listed = max(newest, ms), max(listed, ms)
-			if it.ThreadID != "" && len(threads) < maxThreadsPerChat {
-				threads[it.ThreadID] = true
-			}
-		}
-		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
-			break
-		}
-		token = data.PageToken
+	// listed is the newest create_time of the chat's history read;
+	// newest, the newest read (threads may hold newer replies than the
+	// part of the history a bounded pass read).
+	listed, threads, bounded, err := r.replayHistory(ctx, sink, c, from, budget, lim, &fail)
+	if err != nil {
+		return err
 	}
+	newest := listed
 	if c.mode != "topic" {
-		// A group's chat container lists a thread's root, not its
-		// replies: the threads read are those whose roots were just read
-		// and those active lately (live or in earlier passes; the first
-		// time this process reads the chat, those whose roots are in the
-		// window before the position).
-		if saved > 0 && !st.scanned[c.id] {
-			if err := r.replayDiscover(ctx, c, from, budget, lim); err != nil {
-				return err
-			}
+		ms, err := r.replayThreads(ctx, sink, c, saved, from, threads, budget, lim, &fail)
+		if err != nil {
+			return err
 		}
-		for _, t := range st.threadsOf(c.id, from-threadMemory.Milliseconds(), threads) {
-			ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim, &fail)
-			if err != nil {
-				return err
-			}
-			newest = max(newest, ms)
-		}
+		newest = max(newest, ms)
 	}
 	if bounded {
 		newest = listed // the history after it is unread
@@ -274,6 +247,67 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 	}
 	st.remember(c.id, max(newest, saved))
 	return r.caughtUpTo(ctx, sink, c.id, newest)
+}
+
+// replayFrom returns the chat's saved position and where a pass reads
+// the chat from: the position, or where the last pass read it up to when
+// that is older (a live event may have moved the checkpoint past a
+// message that never arrived) by at most a window, or a window back for
+// a chat with no position.
+func (r *receiver) replayFrom(ctx context.Context, sink adapters.Sink, chat string, lim replayLimits) (saved, from int64, err error) {
+	cs := r.acquire(chat)
+	saved, err = r.position(ctx, cs, sink, chat)
+	r.release(cs)
+	if err != nil {
+		return 0, 0, err
+	}
+	from = saved
+	if p, ok := r.replay.passedTo[chat]; ok && p < from && from-p <= lim.window.Milliseconds() {
+		from = p
+	}
+	if from <= 0 {
+		from = time.Now().Add(-lim.window).UnixMilli()
+	}
+	return saved, from, nil
+}
+
+// replayHistory reads the chat's history from from's second on, in
+// create_time order, lim.perChat pages at most, and hands each message
+// to handle; a message that fails is noted in fail, and the reading goes
+// on. It returns the newest create_time read, the threads whose roots
+// were read, and whether a bound stopped it.
+func (r *receiver) replayHistory(ctx context.Context, sink adapters.Sink, c replayChat, from int64, budget *int, lim replayLimits, fail *itemFailure) (listed int64, threads map[string]bool, bounded bool, err error) {
+	threads = map[string]bool{}
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages >= lim.perChat || *budget <= 0 {
+			return listed, threads, true, nil
+		}
+		*budget--
+		q := url.Values{"container_id_type": {"chat"}, "container_id": {c.id}, "start_time": {strconv.FormatInt(from/1000, 10)},
+			"sort_type": {"ByCreateTimeAsc"}, "page_size": {strconv.Itoa(lim.pageSize)}}
+		data, err := r.listMessages(ctx, q, token, lim)
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("lark: catch-up of %s: %w", c.id, err)
+		}
+		for _, it := range data.Items {
+			ms, err := r.replayItem(ctx, sink, c, it)
+			if err != nil {
+				if ctx.Err() != nil {
+					return 0, nil, false, ctx.Err()
+				}
+				fail.note(ms, err)
+			}
+			listed = max(listed, ms)
+			if it.ThreadID != "" && len(threads) < maxThreadsPerChat {
+				threads[it.ThreadID] = true
+			}
+		}
+		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
+			return listed, threads, false, nil
+		}
+		token = data.PageToken
+	}
 }
 
 // replayItem hands one message read back to handle, unless it is recalled

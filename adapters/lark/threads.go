@@ -15,6 +15,30 @@ import (
 	"github.com/monoco/courier/adapters"
 )
 
+// replayThreads reads the replies in the chat's threads since from: a
+// group's chat container lists a thread's root, not its replies, so the
+// threads read are those whose roots were just read (read) and those
+// active lately (live or in earlier passes; the first time this process
+// reads a chat with a position (saved), those whose roots are in the
+// window before it). It returns the newest create_time read.
+func (r *receiver) replayThreads(ctx context.Context, sink adapters.Sink, c replayChat, saved, from int64, read map[string]bool, budget *int, lim replayLimits, fail *itemFailure) (int64, error) {
+	st := &r.replay
+	if saved > 0 && !st.scanned[c.id] {
+		if err := r.replayDiscover(ctx, c, from, budget, lim); err != nil {
+			return 0, err
+		}
+	}
+	newest := int64(0)
+	for _, t := range st.threadsOf(c.id, from-threadMemory.Milliseconds(), read) {
+		ms, err := r.replayThread(ctx, sink, c, t, from, budget, lim, fail)
+		if err != nil {
+			return 0, err
+		}
+		newest = max(newest, ms)
+	}
+	return newest, nil
+}
+
 // replayDiscover notes the threads whose roots are in the window before
 // from, the newest first, lim.discoverPages pages at most: the threads a
 // restarted receiver has no memory of, whose replies during the downtime
