@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -502,20 +503,80 @@ type pageToken struct {
 	Offset int    `json:"o"`
 }
 
+// pageAt reads a paged list's page_size (1 to maxSize, defaultPageSize
+// when absent) and page_token, which must continue query: the page's size
+// and where it starts.
+func pageAt(q url.Values, query string, maxSize int) (size, offset int, err error) {
+	size = defaultPageSize
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSize {
+			return 0, 0, fieldValidation("page_size %q is not 1 to %d", v, maxSize)
+		}
+		size = n
+	}
+	if v := q.Get("page_token"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		var pt pageToken
+		if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Query != query || pt.Offset < 0 {
+			return 0, 0, fieldValidation("page_token is invalid for this query")
+		}
+		offset = pt.Offset
+	}
+	return size, offset, nil
+}
+
+// page answers one page of all: the items from offset, size at most, as
+// item writes each, has_more, and the page_token of the next page.
+func page[T any](all []T, offset, size int, query string, item func(T) any) map[string]any {
+	items := []any{}
+	for i := offset; i < len(all) && i < offset+size; i++ {
+		items = append(items, item(all[i]))
+	}
+	more := offset+size < len(all)
+	data := map[string]any{"has_more": more, "items": items}
+	if more {
+		b, _ := json.Marshal(pageToken{Query: query, Offset: offset + size})
+		data["page_token"] = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return data
+}
+
 // list is im/v1/messages GET: a chat's or a thread's history between
 // start_time and end_time (seconds, both inclusive), sorted by
 // create_time, paged.
 func (s *Server) list(_ http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
 	q := r.URL.Query()
-	ctype, cid := q.Get("container_id_type"), q.Get("container_id")
-	if ctype != "chat" && ctype != "thread" {
-		return nil, fieldValidation("container_id_type %q is not chat or thread", ctype)
+	h, err := s.historyQuery(q)
+	if err != nil {
+		return nil, err
 	}
-	if cid == "" {
-		return nil, fieldValidation("container_id is required")
+	query := strings.Join([]string{h.ctype, h.cid, strconv.FormatInt(h.start, 10), strconv.FormatInt(h.end, 10), h.sortType}, "|")
+	size, offset, err := pageAt(q, query, maxPageSize)
+	if err != nil {
+		return nil, err
 	}
-	if ctype == "chat" && s.chats[cid] == nil {
-		return nil, invalidParam("invalid container_id %q", cid)
+	return page(s.history(h), offset, size, query, func(m *Message) any { return s.messageJSON(m) }), nil
+}
+
+// historyQuery is the history im/v1/messages GET asks for.
+type historyQuery struct {
+	ctype, cid string // container_id_type (chat or thread), container_id
+	start, end int64  // seconds, both inclusive
+	sortType   string
+}
+
+// historyQuery reads and checks q's container, times and order.
+func (s *Server) historyQuery(q url.Values) (historyQuery, error) {
+	h := historyQuery{ctype: q.Get("container_id_type"), cid: q.Get("container_id")}
+	if h.ctype != "chat" && h.ctype != "thread" {
+		return h, fieldValidation("container_id_type %q is not chat or thread", h.ctype)
+	}
+	if h.cid == "" {
+		return h, fieldValidation("container_id is required")
+	}
+	if h.ctype == "chat" && s.chats[h.cid] == nil {
+		return h, invalidParam("invalid container_id %q", h.cid)
 	}
 	bound := func(name string, def int64) (int64, error) {
 		v := q.Get(name)
@@ -528,71 +589,47 @@ func (s *Server) list(_ http.ResponseWriter, r *http.Request, _ []byte) (any, er
 		}
 		return n, nil
 	}
-	start, err := bound("start_time", 0)
-	if err != nil {
-		return nil, err
+	var err error
+	if h.start, err = bound("start_time", 0); err != nil {
+		return h, err
 	}
-	end, err := bound("end_time", 1<<62)
-	if err != nil {
-		return nil, err
+	if h.end, err = bound("end_time", 1<<62); err != nil {
+		return h, err
 	}
-	sortType := cmpOr(q.Get("sort_type"), "ByCreateTimeAsc")
-	if sortType != "ByCreateTimeAsc" && sortType != "ByCreateTimeDesc" {
-		return nil, fieldValidation("sort_type %q is not ByCreateTimeAsc or ByCreateTimeDesc", sortType)
+	h.sortType = cmpOr(q.Get("sort_type"), "ByCreateTimeAsc")
+	if h.sortType != "ByCreateTimeAsc" && h.sortType != "ByCreateTimeDesc" {
+		return h, fieldValidation("sort_type %q is not ByCreateTimeAsc or ByCreateTimeDesc", h.sortType)
 	}
-	size := defaultPageSize
-	if v := q.Get("page_size"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize {
-			return nil, fieldValidation("page_size %q is not 1 to %d", v, maxPageSize)
-		}
-		size = n
-	}
-	query := strings.Join([]string{ctype, cid, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10), sortType}, "|")
-	offset := 0
-	if v := q.Get("page_token"); v != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		var pt pageToken
-		if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Query != query || pt.Offset < 0 {
-			return nil, fieldValidation("page_token is invalid for this query")
-		}
-		offset = pt.Offset
-	}
+	return h, nil
+}
+
+// history is the messages h asks for, in its order.
+func (s *Server) history(h historyQuery) []*Message {
 	var match []*Message
 	for _, m := range s.order {
 		if m.UpperMessageID != "" {
 			continue // a merge_forward's child is no message of the chat
 		}
-		if ctype == "chat" && m.ThreadID != "" && m.RootID != "" && s.chats[cid].ChatMode != "topic" {
+		if h.ctype == "chat" && m.ThreadID != "" && m.RootID != "" && s.chats[h.cid].ChatMode != "topic" {
 			// A reply in a thread: Lark's chat container answers a
 			// group's thread roots only (the replies are in the thread
 			// container).
 			continue
 		}
-		in := (ctype == "chat" && m.ChatID == cid) || (ctype == "thread" && m.ThreadID == cid)
+		in := (h.ctype == "chat" && m.ChatID == h.cid) || (h.ctype == "thread" && m.ThreadID == h.cid)
 		sec := m.CreateTime.Unix()
-		if in && sec >= start && sec <= end {
+		if in && sec >= h.start && sec <= h.end {
 			match = append(match, m)
 		}
 	}
 	slices.SortStableFunc(match, func(a, b *Message) int {
 		c := a.CreateTime.Compare(b.CreateTime)
-		if sortType == "ByCreateTimeDesc" {
+		if h.sortType == "ByCreateTimeDesc" {
 			c = -c
 		}
 		return c
 	})
-	items := []any{}
-	for i := offset; i < len(match) && i < offset+size; i++ {
-		items = append(items, s.messageJSON(match[i]))
-	}
-	more := offset+size < len(match)
-	data := map[string]any{"has_more": more, "items": items}
-	if more {
-		b, _ := json.Marshal(pageToken{Query: query, Offset: offset + size})
-		data["page_token"] = base64.RawURLEncoding.EncodeToString(b)
-	}
-	return data, nil
+	return match
 }
 
 // resource is im/v1/messages/{message_id}/resources/{file_key}?type=:
@@ -728,23 +765,10 @@ func (s *Server) chatList(_ http.ResponseWriter, r *http.Request, _ []byte) (any
 	if sortType != "ByCreateTimeAsc" && sortType != "ByActiveTimeDesc" {
 		return nil, fieldValidation("sort_type %q is not ByCreateTimeAsc or ByActiveTimeDesc", sortType)
 	}
-	size := defaultPageSize
-	if v := q.Get("page_size"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxChatPageSize {
-			return nil, fieldValidation("page_size %q is not 1 to %d", v, maxChatPageSize)
-		}
-		size = n
-	}
 	query := "chats|" + sortType
-	offset := 0
-	if v := q.Get("page_token"); v != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		var pt pageToken
-		if err != nil || json.Unmarshal(raw, &pt) != nil || pt.Query != query || pt.Offset < 0 {
-			return nil, fieldValidation("page_token is invalid for this query")
-		}
-		offset = pt.Offset
+	size, offset, err := pageAt(q, query, maxChatPageSize)
+	if err != nil {
+		return nil, err
 	}
 	var list []*Chat
 	for _, c := range s.chats {
@@ -753,20 +777,11 @@ func (s *Server) chatList(_ http.ResponseWriter, r *http.Request, _ []byte) (any
 		}
 	}
 	slices.SortFunc(list, func(a, b *Chat) int { return strings.Compare(a.ChatID, b.ChatID) })
-	items := []any{}
-	for i := offset; i < len(list) && i < offset+size; i++ {
-		c := list[i]
-		items = append(items, map[string]any{"chat_id": c.ChatID, "avatar": "", "name": c.Name, "description": c.Description,
+	return page(list, offset, size, query, func(c *Chat) any {
+		return map[string]any{"chat_id": c.ChatID, "avatar": "", "name": c.Name, "description": c.Description,
 			"owner_id": c.OwnerID, "owner_id_type": "open_id", "external": false, "tenant_key": s.opts.TenantKey,
-			"chat_status": "normal", "chat_mode": c.ChatMode})
-	}
-	more := offset+size < len(list)
-	data := map[string]any{"has_more": more, "items": items}
-	if more {
-		b, _ := json.Marshal(pageToken{Query: query, Offset: offset + size})
-		data["page_token"] = base64.RawURLEncoding.EncodeToString(b)
-	}
-	return data, nil
+			"chat_status": "normal", "chat_mode": c.ChatMode}
+	}), nil
 }
 
 // chat is im/v1/chats/{chat_id}.
