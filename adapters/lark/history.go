@@ -41,7 +41,7 @@ type chatSet struct {
 // add adds chat id, of chat_mode mode, unless it is in already or is not
 // a chat's id.
 func (cs *chatSet) add(id, mode string) {
-	if cs.seen[id] || !strings.HasPrefix(id, "oc_") || !ids.MatchString(id) || len(id) > 128 {
+	if cs.seen[id] || !isChatID(id) {
 		return
 	}
 	cs.seen[id] = true
@@ -87,7 +87,7 @@ func (r *receiver) listChats(ctx context.Context, set *chatSet, lim replayLimits
 		for _, c := range data.Items {
 			set.add(c.ChatID, c.ChatMode)
 		}
-		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
+		if lastPage(data.HasMore, data.PageToken, token) {
 			st.chatToken = ""
 			return true, nil
 		}
@@ -167,7 +167,7 @@ func (r *receiver) replayP2P(ctx context.Context, sink adapters.Sink) ([]string,
 	st.p2p = nil
 	in := map[string]bool{}
 	for _, id := range list {
-		if strings.HasPrefix(id, "oc_") && ids.MatchString(id) && len(id) <= 128 && !in[id] && len(st.p2p) < maxP2PChats {
+		if isChatID(id) && !in[id] && len(st.p2p) < maxP2PChats {
 			in[id] = true
 			st.p2p = append(st.p2p, id)
 		}
@@ -184,6 +184,12 @@ func (r *receiver) saveP2P(ctx context.Context, sink adapters.Sink, list []strin
 	}
 	r.replay.p2p, r.replay.p2pDirty = list, false
 	return nil
+}
+
+// isChatID reports whether id is a chat's id the catch-up reads: oc_...,
+// 128 bytes at most.
+func isChatID(id string) bool {
+	return strings.HasPrefix(id, "oc_") && ids.MatchString(id) && len(id) <= 128
 }
 
 // eventChatType is the chat_type an event carries for a chat of chat_mode
@@ -303,7 +309,7 @@ func (r *receiver) replayHistory(ctx context.Context, sink adapters.Sink, c repl
 				threads[it.ThreadID] = true
 			}
 		}
-		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
+		if lastPage(data.HasMore, data.PageToken, token) {
 			return listed, threads, false, nil
 		}
 		token = data.PageToken
@@ -398,6 +404,13 @@ type histPage struct {
 	Items     []histItem `json:"items"`
 	HasMore   bool       `json:"has_more"`
 	PageToken string     `json:"page_token"`
+}
+
+// lastPage reports whether the page read with token is a list's last:
+// Lark says there is no more, or gives no token that goes on (the same
+// token again would read the same page for ever).
+func lastPage(hasMore bool, next, token string) bool {
+	return !hasMore || next == "" || next == token
 }
 
 // listMessages reads one page of im/v1/messages list for q, from token

@@ -61,7 +61,7 @@ func (r *receiver) replayDiscover(ctx context.Context, c replayChat, from int64,
 				st.noteThread(c.id, it.ThreadID, ms)
 			}
 		}
-		if !data.HasMore || data.PageToken == "" || data.PageToken == token {
+		if lastPage(data.HasMore, data.PageToken, token) {
 			break
 		}
 		token = data.PageToken
@@ -110,7 +110,7 @@ func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c repla
 			}
 			got = append(got, it)
 		}
-		if older || !data.HasMore || data.PageToken == "" || data.PageToken == token {
+		if older || lastPage(data.HasMore, data.PageToken, token) {
 			complete = true
 			break
 		}
