@@ -130,13 +130,14 @@ func (r *receiver) knownChats(ctx context.Context, sink adapters.Sink, set *chat
 			st.p2pDirty = true
 		}
 	}
-	if st.p2pDirty {
+	// A saved list that could not be read is not saved over: the p2p
+	// chats met before would be lost. The chats met since are added once
+	// it is read (they are still known).
+	if st.p2pDirty && err == nil {
 		if len(p2p) > maxP2PChats {
 			p2p = p2p[len(p2p)-maxP2PChats:]
 		}
-		if werr := r.saveP2P(ctx, sink, p2p); werr != nil && err == nil {
-			err = werr
-		}
+		return r.saveP2P(ctx, sink, p2p)
 	}
 	return err
 }

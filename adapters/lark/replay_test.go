@@ -1144,3 +1144,51 @@ func TestReplayBoundedChatWithThread(t *testing.T) {
 		t.Errorf("files %v, want %v", got, all)
 	}
 }
+
+// rpP2PSink is the pipeline, with the saved list of p2p chats unreadable
+// while fail is set.
+type rpP2PSink struct {
+	adapters.Sink
+	fail bool
+}
+
+func (s *rpP2PSink) Checkpoint(ctx context.Context, key string) (string, bool, error) {
+	if s.fail && key == p2pKey {
+		return "", false, errRPCrash
+	}
+	return s.Sink.Checkpoint(ctx, key)
+}
+
+// A pass that could not read the saved list of p2p chats does not save a
+// list of its own over it: the p2p chats met before the restart stay
+// saved, and the one met since is added once the list is read.
+func TestReplayP2PSavedListUnreadable(t *testing.T) {
+	w := rpNew(t)
+	ctx := context.Background()
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_dm", ChatMode: "p2p"})
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_dm2", ChatMode: "p2p"})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, w.add("oc_dm", "ou_bob", "hi", base), "p2p")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+		t.Fatal(err)
+	}
+	r2 := w.receiver(t)
+	if err := r2.handle(ctx, w.ws.Pipe, rpEvent(t, w.add("oc_dm2", "ou_ann", "hello", base.Add(time.Second)), "p2p")); err != nil {
+		t.Fatal(err)
+	}
+	sink := &rpP2PSink{Sink: w.ws.Pipe, fail: true}
+	if err := r2.catchUp(ctx, sink); err == nil || !errors.Is(err, errRPCrash) {
+		t.Fatalf("a pass with the p2p list unreadable: %v, want its error", err)
+	}
+	sink.fail = false
+	if err := r2.catchUp(ctx, sink); err != nil {
+		t.Fatal(err)
+	}
+	var saved []string
+	v, _, _ := w.ws.Pipe.Checkpoint(ctx, p2pKey)
+	if json.Unmarshal([]byte(v), &saved) != nil || !slices.Equal(saved, []string{"oc_dm", "oc_dm2"}) {
+		t.Errorf("p2p chats saved %q, want [oc_dm oc_dm2]", v)
+	}
+}
