@@ -13,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/schema"
 )
 
 // maxWebhookBody bounds an Events API request. Slack's events are a few
@@ -169,7 +170,7 @@ func (r *receiver) handleOnce(ctx context.Context, sink adapters.Sink, ev event)
 		r.flightMu.Unlock()
 		close(f.done)
 	}()
-	if seen, err := sink.Seen(ctx, eventKey(ev.ID)); err == nil && seen {
+	if seen, err := sink.Seen(ctx, schema.EventKey(schema.Slack, ev.ID)); err == nil && seen {
 		return nil
 	}
 	f.err = r.handle(ctx, sink, ev)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/schema"
 )
 
 // inbound sets the provider's receiving side for the configured mode:
@@ -289,8 +290,8 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 	}
 	extra := out.Message.Metadata.Extra
 	out.Debounce = extra.Edits == "" && extra.Recalls == ""
-	if ev.ID != "" && !slices.Contains(out.Keys, eventKey(ev.ID)) {
-		out.Keys = append(out.Keys, eventKey(ev.ID))
+	if ev.ID != "" && !slices.Contains(out.Keys, schema.EventKey(schema.Slack, ev.ID)) {
+		out.Keys = append(out.Keys, schema.EventKey(schema.Slack, ev.ID))
 	}
 	if channel == "" || !ids.MatchString(channel) || !validTS(ts) {
 		return r.deliver(ctx, sink, *out)

@@ -299,8 +299,8 @@ func TestHandleOutcomes(t *testing.T) {
 	if got[0].Debounce || !got[1].Debounce {
 		t.Errorf("Debounce edit=%v plain=%v, want false and true", got[0].Debounce, got[1].Debounce)
 	}
-	if len(got[0].Keys) != 1 || got[0].Keys[0] != eventKey("EvEdit") {
-		t.Errorf("keys %v, want [%s]", got[0].Keys, eventKey("EvEdit"))
+	if len(got[0].Keys) != 1 || got[0].Keys[0] != schema.EventKey(schema.Slack, "EvEdit") {
+		t.Errorf("keys %v, want [%s]", got[0].Keys, schema.EventKey(schema.Slack, "EvEdit"))
 	}
 }
 

@@ -315,15 +315,10 @@ func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, err
 	if n.ev.ID != "" {
 		// An event redelivered is dropped by its event_id even when
 		// it is an edit, whose id is its own ts.
-		ev.Keys = []string{eventKey(n.ev.ID)}
+		ev.Keys = []string{schema.EventKey(schema.Slack, n.ev.ID)}
 	}
 	return ev, nil
 }
-
-// eventKey is the dedupe key of an Events API event_id; it is the key
-// mailbox.EventKey gives metadata.extra.event_id when the index is
-// rebuilt from the files (a test holds the two together).
-func eventKey(id string) string { return "event:slack:" + id }
 
 // session sets the session, thread_key, thread_root and reply_to (DESIGN
 // §3): the channel is the session, direct for a DM and group otherwise.
