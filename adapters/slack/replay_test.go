@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 )
@@ -118,7 +119,7 @@ func TestReplayBoundsAndRateLimit(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errPassIncomplete) {
+		if !errors.Is(err, chatsync.ErrIncomplete) {
 			t.Fatalf("pass %d: %v", passes, err)
 		}
 		if got := w.checkpoint(t, ch); got != "1700003000.000100" {
@@ -169,7 +170,7 @@ func TestReplaySource(t *testing.T) {
 	}
 
 	s := newReplaySource(w.r)
-	s.afterFailure = time.Millisecond
+	s.c.AfterFailure = time.Millisecond
 	if s.Name() != "slack/replay" {
 		t.Errorf("name %q", s.Name())
 	}
@@ -483,7 +484,7 @@ func TestReplayRoundProgress(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errPassIncomplete) {
+		if !errors.Is(err, chatsync.ErrIncomplete) {
 			t.Fatal(err)
 		}
 	}
@@ -507,7 +508,7 @@ func TestReplaySourceFailureMidRound(t *testing.T) {
 	w.a.allow = map[string]bool{a: true, b: true}
 	ctx := context.Background()
 	s := newReplaySource(w.r)
-	s.afterFailure = time.Millisecond
+	s.c.AfterFailure = time.Millisecond
 	if err := s.p.pass(ctx, w.pipe); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +532,7 @@ func TestReplaySourceFailureMidRound(t *testing.T) {
 	})
 	// Slack gives up on an event of a, which the round read already.
 	w.post(a, "1700300004.000100", "", "a's event Slack gave up on")
-	w.r.failed <- struct{}{}
+	w.r.catchUp.Failed()
 	testutil.WaitFor(t, 10*time.Second, "a read again after the failure", func() bool {
 		return w.hasFile(t, msgID(a, "1700300004.000100"))
 	})

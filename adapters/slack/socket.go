@@ -90,10 +90,9 @@ func startCheck(ctx context.Context, a *Adapter) error {
 }
 
 // socketSource receives over Socket Mode, and catches up after every
-// (re)connect.
+// (re)connect and after an event it could not store.
 type socketSource struct {
-	r      *receiver
-	replay *replayer
+	r *receiver
 
 	// pingInterval is socketmode's: no ping from Slack within it and the
 	// connection is taken for dead (its default 30 s; tests shorten it).
@@ -110,7 +109,10 @@ type socketSource struct {
 }
 
 func newSocketSource(r *receiver) *socketSource {
-	return &socketSource{r: r, replay: &replayer{r: r, limits: defaultReplayLimits},
+	// The catch-up's first pass waits for the first hello; the passes
+	// come from connections and failures, not from a clock.
+	r.catchUp.OnKick = true
+	return &socketSource{r: r,
 		pingInterval: 30 * time.Second,
 		gate:         &reconnectGate{min: time.Second, max: 2 * time.Minute, stable: time.Minute}}
 }
@@ -172,8 +174,7 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, socketWorkers)
-	kick := make(chan struct{}, 1)
-	wg.Go(func() { s.replayLoop(rctx, sink, kick) })
+	wg.Go(func() { _ = s.r.catchUp.Run(rctx, sink) })
 
 	var fatal error
 	finish := func() {
@@ -219,14 +220,12 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 				cancel()
 			case socketmode.EventTypeHello:
 				// A new connection: whatever was posted since the last
-				// one is a gap until the catch-up read it.
-				s.r.gap()
+				// one is a gap until the catch-up read it. A pass under
+				// way saves only what it read (chatsync.Pass.CaughtUp).
+				s.r.track.Gap()
 				s.connected.Store(true)
 				a.health.Set(adapters.StatusConnected, "")
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
+				s.r.catchUp.Kick()
 			case socketmode.EventTypeEventsAPI:
 				s.dispatch(rctx, smc, sink, evt.Request, sem, &wg)
 			case socketmode.EventTypeErrorBadMessage:
@@ -281,6 +280,10 @@ func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sin
 			if ctx.Err() == nil {
 				s.r.a.health.Error(fmt.Errorf("slack: event %s not stored: %w", env.EventID, err))
 				s.r.a.log.Warn("slack: event not stored; not acked, Slack will redeliver", "event_id", env.EventID, "err", err)
+				// Slack redelivers it, a few times only: later events
+				// must not move the checkpoint past it, and a pass reads
+				// it from history if every redelivery fails too.
+				s.r.catchUp.Failed()
 			}
 			return
 		}
@@ -293,39 +296,6 @@ func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sin
 			s.r.a.health.Set(adapters.StatusConnected, "")
 		}
 	})
-}
-
-// replayLoop runs a catch-up pass each time it is kicked (every hello),
-// and again soon while a pass stops at its bounds.
-func (s *socketSource) replayLoop(ctx context.Context, sink adapters.Sink, kick <-chan struct{}) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		}
-		for {
-			err := s.replay.pass(ctx, sink)
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, errPassIncomplete) {
-				s.r.a.health.Error(err)
-				s.r.a.log.Warn("slack: catch-up failed; next at the next connection", "err", err)
-				break
-			}
-			t := time.NewTimer(time.Second)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}
 }
 
 // reconnectGate paces apps.connections.open: the first call, and one
