@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 )
@@ -239,14 +240,14 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 	}
 	max := a.limits.MaxArtifactBytes
 	body := io.Reader(br)
-	var lim *limitReader
+	var lim *chatmsg.LimitReader
 	if max > 0 {
-		lim = &limitReader{r: br, left: max}
+		lim = &chatmsg.LimitReader{R: br, N: max}
 		body = lim
 	}
 	obj, err := batch.Put(body)
 	switch {
-	case lim != nil && lim.over, errors.Is(err, dropzone.ErrTooLarge):
+	case lim != nil && lim.Over(), errors.Is(err, dropzone.ErrTooLarge):
 		return schema.Artifact{}, skip("file is over the %d bytes an artifact may have (courier.limits.max_artifact_bytes)", max)
 	case err != nil && ctx.Err() == nil && !isNetErr(err):
 		return schema.Artifact{}, fmt.Errorf("slack: store file %s: %w", f.ID, err)
@@ -309,33 +310,6 @@ func looksHTML(head []byte) bool {
 		}
 	}
 	return false
-}
-
-// limitReader reads at most left bytes of r and fails once r has more, so
-// that the dropzone drops the partial object.
-type limitReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-var errOverLimit = errors.New("slack: file over the artifact limit")
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		l.over = true
-		return 0, errOverLimit
-	}
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		l.over = true
-		return 0, errOverLimit
-	}
-	return n, err
 }
 
 func isNetErr(err error) bool {
