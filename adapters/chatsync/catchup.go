@@ -172,13 +172,19 @@ func (c *CatchUp) sleep(ctx context.Context, d time.Duration, forever bool) bool
 	// here costs a lock per conversation and keeps the round anew
 	// whatever ran between.
 	c.Tracker.Gap()
-	t := time.NewTimer(c.AfterFailure)
+	return Sleep(ctx, c.AfterFailure) == nil
+}
+
+// Sleep waits d, or until ctx ends (its error then): the wait of a
+// catch-up's call before it tries again (a rate limit's Retry-After).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return ctx.Err()
 	case <-t.C:
-		return true
+		return nil
 	}
 }
 

@@ -407,13 +407,8 @@ func (p *replayer) call(ctx context.Context, f func() error) error {
 		if !errors.As(err, &rl) || i >= p.limits.retries {
 			return err
 		}
-		wait := max(rl.RetryAfter, time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := chatsync.Sleep(ctx, max(rl.RetryAfter, time.Second)); err != nil {
+			return err
 		}
 	}
 }
