@@ -67,7 +67,12 @@
 //     helpers), and hands them to the Sink with a Checkpoint; a Sender
 //     that returns a Receipt with the provider's message id, the Channel
 //     when ids are per channel, and the InboundID of what it posted.
-//     Health, Checks and Secrets as it has them.
+//     Health, Checks and Secrets as it has them. A chat provider builds
+//     these on adapters/chatsync, the chat providers' engine: per-chat
+//     checkpoints that survive gaps and crashes, the joining of
+//     redeliveries, the webhook skeleton, the catch-up loop and the
+//     step-by-step post loop; what is left to it is its API calls and
+//     its normaliser (its package doc says how).
 //
 //  4. Its section in internal/config: a Secret field and its *_file
 //     sibling are all a credential needs (Config.Secrets finds them).

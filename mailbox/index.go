@@ -84,8 +84,9 @@ func MessageKeys(m *schema.Message) []string {
 	return keys
 }
 
-// EventKey is the dedupe key of a provider event id (Slack event_id).
-func EventKey(p schema.Provider, eventID string) string { return "event:" + string(p) + ":" + eventID }
+// EventKey is the dedupe key of a provider event id (Slack event_id):
+// schema.EventKey, the one format every provider and the index share.
+func EventKey(p schema.Provider, eventID string) string { return schema.EventKey(p, eventID) }
 
 // DraftKeys returns the ids, in the inbound id space, of the message a draft
 // sends: the draft's InboundID, which its provider fixed when it was queued

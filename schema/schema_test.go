@@ -562,3 +562,21 @@ func BenchmarkEncodeYAMLv3(b *testing.B) {
 		}
 	}
 }
+
+// The event key is one format for every provider and the index: the
+// mailbox's rebuild from files and a provider's Event.Keys must agree to
+// the byte, or a redelivery is written twice.
+func TestEventKey(t *testing.T) {
+	for _, c := range []struct {
+		p    schema.Provider
+		id   string
+		want string
+	}{
+		{schema.Slack, "Ev0123ABC", "event:slack:Ev0123ABC"},
+		{schema.Lark, "5e3702a84e847582be8db7fb73283c02", "event:lark:5e3702a84e847582be8db7fb73283c02"},
+	} {
+		if got := schema.EventKey(c.p, c.id); got != c.want {
+			t.Errorf("EventKey(%s, %s) = %q, want %q", c.p, c.id, got, c.want)
+		}
+	}
+}

@@ -43,6 +43,13 @@ func (p Provider) Valid() bool { return contains(Providers, p) }
 // Implemented reports whether Courier has an adapter for p.
 func (p Provider) Implemented() bool { return contains(Implemented, p) }
 
+// EventKey is the dedupe key of a provider's event id (a Slack event_id,
+// a Lark header.event_id): "event:<provider>:<id>". A chat provider adds
+// it to an Event's Keys, and the mailbox indexes a message's
+// metadata.extra.event_id under it, so a redelivered event is known
+// whichever path wrote the message first.
+func EventKey(p Provider, eventID string) string { return "event:" + string(p) + ":" + eventID }
+
 // Direction is inbound or outbound.
 type Direction string
 

@@ -165,10 +165,7 @@ func TestWebhookRedelivery(t *testing.T) {
 	wg.Go(func() { codes[1], _ = post(t, h, http.MethodPost, retry, body) })
 	// The retry joins the first: it must not reach Deliver.
 	testutil.WaitFor(t, 5*time.Second, "the retry to wait on the first try", func() bool {
-		w.r.flightMu.Lock()
-		defer w.r.flightMu.Unlock()
-		f := w.r.flights["EvRE1"]
-		return f != nil && f.waiters == 1
+		return w.r.flights.Waiters("EvRE1") == 1
 	})
 	close(sink.hold)
 	wg.Wait()
@@ -197,7 +194,7 @@ func TestWebhookRedelivery(t *testing.T) {
 // retries), never 200; the retry stores it once.
 func TestWebhookNotStoredInTime(t *testing.T) {
 	w := newInWorld(t, "events")
-	w.r.timeout = 50 * time.Millisecond
+	w.r.hook.Budget = 50 * time.Millisecond
 	sink := &countingSink{Sink: w.pipe, hold: make(chan struct{})}
 	h := w.r.webhook(sink)
 	body := callback("EvSLOW1", msgEvent("C0SLOW001", "U0ANN", "1700000500.000100", "slow disk"))
@@ -211,7 +208,7 @@ func TestWebhookNotStoredInTime(t *testing.T) {
 		t.Errorf("health %+v, want an error", h)
 	}
 	close(sink.hold)
-	w.r.timeout = 0 // Slack's deadline again
+	w.r.hook.Budget = webhookTimeout // Slack's deadline again
 	if code, _ := post(t, h, http.MethodPost, sign(inSecret, time.Now(), body), body); code != http.StatusOK {
 		t.Fatalf("retry: status %d, want 200", code)
 	}

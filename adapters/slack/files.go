@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
 )
@@ -158,36 +159,9 @@ func (a *Adapter) fetchFiles(ctx context.Context, files []file, batch *dropzone.
 
 // fetchFile downloads one file into batch.
 func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) (schema.Artifact, error) {
-	switch f.Mode {
-	case "tombstone":
-		return schema.Artifact{}, skip("file was deleted (mode tombstone): no content to fetch")
-	case "hidden_by_limit":
-		return schema.Artifact{}, skip("file is hidden by the workspace's plan limit (mode hidden_by_limit): no content to fetch")
-	case "external":
-		return schema.Artifact{}, skip("file is hosted outside Slack (mode external): its content is not fetched")
-	}
-	if f.IsExternal {
-		return schema.Artifact{}, skip("file is hosted outside Slack (is_external): its content is not fetched")
-	}
-	if max := a.limits.MaxArtifactBytes; max > 0 && f.Size > max {
-		return schema.Artifact{}, skip("file is %d bytes, over the %d an artifact may have (courier.limits.max_artifact_bytes)", f.Size, max)
-	}
-	raw := f.URLPrivateDownload
-	if raw == "" {
-		raw = f.URLPrivate
-	}
-	if raw == "" {
-		return schema.Artifact{}, skip("file has no url_private: nothing to fetch")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() {
-		return schema.Artifact{}, skip("file URL is not an absolute URL")
-	}
-	if !a.tokenHost(u) {
-		// Never the token to a host an event names; not even a
-		// request without it, which would tell that host who reads
-		// the workspace.
-		return schema.Artifact{}, skip("file URL is on %s, which is not Slack's: not fetched", hostOf(u))
+	u, err := a.fileURL(f)
+	if err != nil {
+		return schema.Artifact{}, err
 	}
 	// A minute, and a second more for every 64 KiB the file may have: a
 	// download that crawls slower than that (a stalled connection) gives
@@ -198,35 +172,94 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute+time.Duration(max(size, 0)>>16)*time.Second)
 	defer cancel()
+	resp, err := a.download(ctx, f, u)
+	if err != nil {
+		return schema.Artifact{}, err
+	}
+	defer resp.Body.Close()
+	obj, err := a.storeFile(ctx, f, u, resp, batch)
+	if err != nil {
+		return schema.Artifact{}, err
+	}
+	return fileArtifact(f, obj), nil
+}
+
+// fileURL is where a file is fetched from, or why it is not.
+func (a *Adapter) fileURL(f file) (*url.URL, error) {
+	switch f.Mode {
+	case "tombstone":
+		return nil, skip("file was deleted (mode tombstone): no content to fetch")
+	case "hidden_by_limit":
+		return nil, skip("file is hidden by the workspace's plan limit (mode hidden_by_limit): no content to fetch")
+	case "external":
+		return nil, skip("file is hosted outside Slack (mode external): its content is not fetched")
+	}
+	if f.IsExternal {
+		return nil, skip("file is hosted outside Slack (is_external): its content is not fetched")
+	}
+	if max := a.limits.MaxArtifactBytes; max > 0 && f.Size > max {
+		return nil, skip("file is %d bytes, over the %d an artifact may have (courier.limits.max_artifact_bytes)", f.Size, max)
+	}
+	raw := f.URLPrivateDownload
+	if raw == "" {
+		raw = f.URLPrivate
+	}
+	if raw == "" {
+		return nil, skip("file has no url_private: nothing to fetch")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return nil, skip("file URL is not an absolute URL")
+	}
+	if !a.tokenHost(u) {
+		// Never the token to a host an event names; not even a
+		// request without it, which would tell that host who reads
+		// the workspace.
+		return nil, skip("file URL is on %s, which is not Slack's: not fetched", hostOf(u))
+	}
+	return u, nil
+}
+
+// download asks for a file with the bot token and returns the answer when
+// it is the file's (200).
+func (a *Adapter) download(ctx context.Context, f file, u *url.URL) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return schema.Artifact{}, skip("file URL not usable")
+		return nil, skip("file URL not usable")
 	}
 	req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken.Reveal())
 	resp, err := a.fileClient().Do(req)
 	if err != nil {
 		var s *errSkip
 		if errors.As(err, &s) {
-			return schema.Artifact{}, s
+			return nil, s
 		}
 		// url.Error quotes the URL, never the header: no token here.
-		return schema.Artifact{}, fmt.Errorf("slack: fetch file %s: %w", f.ID, netCause(err))
+		return nil, fmt.Errorf("slack: fetch file %s: %w", f.ID, netCause(err))
 	}
-	defer resp.Body.Close()
+	var fail error
 	switch {
 	case resp.StatusCode == http.StatusOK:
+		return resp, nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return schema.Artifact{}, fmt.Errorf("slack: fetch file %s: %s", f.ID, resp.Status)
+		fail = fmt.Errorf("slack: fetch file %s: %s", f.ID, resp.Status)
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return schema.Artifact{}, skip("file download answered %s to %s: not followed", resp.Status, redirectHost(resp))
+		fail = skip("file download answered %s to %s: not followed", resp.Status, redirectHost(resp))
 	default:
-		return schema.Artifact{}, &errSkip{reason: "file download answered " + resp.Status, health: resp.StatusCode == 401 || resp.StatusCode == 403}
+		fail = &errSkip{reason: "file download answered " + resp.Status, health: resp.StatusCode == 401 || resp.StatusCode == 403}
 	}
+	resp.Body.Close()
+	return nil, fail
+}
+
+// storeFile puts the body of a file's download into batch, unless it is a
+// sign-in page rather than the file, within the artifact limit.
+func (a *Adapter) storeFile(ctx context.Context, f file, u *url.URL, resp *http.Response, batch *dropzone.Batch) (dropzone.Object, error) {
 	// slack-go's own check: without access, files.slack.com redirects
 	// to the workspace's sign-in page with redir set to the file's path.
 	if fin := resp.Request; fin != nil && fin.URL.Path != u.Path {
 		if redir := fin.URL.Query().Get("redir"); redir != "" && redir == u.Path {
-			return schema.Artifact{}, htmlPage()
+			return dropzone.Object{}, htmlPage()
 		}
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
@@ -234,25 +267,30 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		head, _ := br.Peek(512)
 		if ct == "text/html" || looksHTML(head) {
-			return schema.Artifact{}, htmlPage()
+			return dropzone.Object{}, htmlPage()
 		}
 	}
 	max := a.limits.MaxArtifactBytes
 	body := io.Reader(br)
-	var lim *limitReader
+	var lim *chatmsg.LimitReader
 	if max > 0 {
-		lim = &limitReader{r: br, left: max}
+		lim = &chatmsg.LimitReader{R: br, N: max}
 		body = lim
 	}
 	obj, err := batch.Put(body)
 	switch {
-	case lim != nil && lim.over, errors.Is(err, dropzone.ErrTooLarge):
-		return schema.Artifact{}, skip("file is over the %d bytes an artifact may have (courier.limits.max_artifact_bytes)", max)
+	case lim != nil && lim.Over(), errors.Is(err, dropzone.ErrTooLarge):
+		return dropzone.Object{}, skip("file is over the %d bytes an artifact may have (courier.limits.max_artifact_bytes)", max)
 	case err != nil && ctx.Err() == nil && !isNetErr(err):
-		return schema.Artifact{}, fmt.Errorf("slack: store file %s: %w", f.ID, err)
+		return dropzone.Object{}, fmt.Errorf("slack: store file %s: %w", f.ID, err)
 	case err != nil:
-		return schema.Artifact{}, fmt.Errorf("slack: fetch file %s: %w", f.ID, netCause(err))
+		return dropzone.Object{}, fmt.Errorf("slack: fetch file %s: %w", f.ID, netCause(err))
 	}
+	return obj, nil
+}
+
+// fileArtifact is the artifact of a file stored as obj.
+func fileArtifact(f file, obj dropzone.Object) schema.Artifact {
 	name := f.Name
 	if strings.TrimSpace(name) == "" {
 		name = f.Title
@@ -268,7 +306,7 @@ func (a *Adapter) fetchFile(ctx context.Context, f file, batch *dropzone.Batch) 
 	return schema.Artifact{
 		ID: obj.ID, Name: name, Type: schema.ArtifactTypeOf(media, name),
 		MimeType: media, Size: obj.Size, Path: obj.Path,
-	}, nil
+	}
 }
 
 func htmlPage() error {
@@ -309,33 +347,6 @@ func looksHTML(head []byte) bool {
 		}
 	}
 	return false
-}
-
-// limitReader reads at most left bytes of r and fails once r has more, so
-// that the dropzone drops the partial object.
-type limitReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-var errOverLimit = errors.New("slack: file over the artifact limit")
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		l.over = true
-		return 0, errOverLimit
-	}
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		l.over = true
-		return 0, errOverLimit
-	}
-	return n, err
 }
 
 func isNetErr(err error) bool {

@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
+	"github.com/monoco/courier/schema"
 )
 
 // inbound sets the provider's receiving side for the configured mode:
@@ -32,7 +33,7 @@ func (a *Adapter) inbound(p *adapters.Provider) {
 // maxChannels bounds the per-channel state the receiver keeps in memory
 // (the last ts delivered, the threads seen lately). Past it, idle entries
 // are dropped; their position is read back from the Sink when needed.
-const maxChannels = 10000
+const maxChannels = chatsync.DefaultMaxConversations
 
 // maxThreads is how many recently active threads a channel remembers, for
 // the catch-up to look for replies posted to them during a gap:
@@ -55,7 +56,9 @@ type activeThread struct {
 }
 
 // receiver is what every transport shares: the path from a Slack event to
-// a durable file (handle) and the per-channel positions.
+// a durable file (handle), the per-channel positions (track), the
+// catch-up (catchUp, run by the transport's Source) and the Events API
+// endpoint (hook).
 type receiver struct {
 	a *Adapter
 	// normalize turns an event into a message; a.normalize, swapped in
@@ -66,54 +69,39 @@ type receiver struct {
 	// swapped in tests.
 	now func() time.Time
 
-	mu    sync.Mutex
-	chans map[string]*channelState
-
-	// timeout bounds a webhook request's handling (webhookTimeout when 0).
-	timeout  time.Duration
-	flightMu sync.Mutex
-	flights  map[string]*inflight // event ids being handled, by webhook requests
-	// refusedLog paces the log of refused webhook requests.
-	refusedLog rateLog
-	// failed gets a value (without blocking) when the webhook could not
-	// store an event: a possible gap for the catch-up to read.
-	failed chan struct{}
+	// track keeps each channel's checkpoint, a ts "<sec>.<micro>", and
+	// its recently active threads.
+	track *chatsync.Tracker[string, channelState]
+	// flights join a redelivery of an event_id with its handling under
+	// way (X-Slack-Retry-Num after a slow answer, a Socket Mode
+	// redelivery).
+	flights chatsync.Joiner[string]
+	replay  *replayer
+	catchUp *chatsync.CatchUp
+	hook    *chatsync.Webhook
 }
 
-// channelState is one channel's position. Its mutex is held while an
-// event of the channel is delivered, so that the live stream and the
-// catch-up never save an older ts after a newer one.
-//
-// The checkpoint moves with live events only once the channel is caught
-// up: after a (re)connect or a restart, live events arrive at once while
-// the catch-up is still reading the gap, and a checkpoint moved past the
-// gap by a live event would make a crash then lose the gap for good. Until
-// the catch-up completes, live events are delivered without a checkpoint
-// and the newest ts delivered is kept; the catch-up saves the newer of
-// that and its own newest when it is done.
+// channelState is what a channel keeps besides its position, read back
+// from the Sink with it: the channel's recently active threads, most
+// recent first, saved under threadsKey with each event that changes them.
 type channelState struct {
-	mu        sync.Mutex
-	users     int    // goroutines using the entry; guarded by receiver.mu
-	loaded    bool   // ts holds the Sink's saved value
-	ts        string // the newest ts saved as the checkpoint ("" = none)
-	caughtUp  bool   // no gap since the last catch-up of the channel
-	delivered string // the newest ts delivered since the last catch-up
-	// resume is where the next catch-up goes on reading history back
-	// from (its latest), after a pass that stopped at its bounds.
-	resume        string
-	resumeNewest  string   // the newest ts the passes that stopped read
-	resumeThreads []string // threads found by the passes that stopped
-	// passedTo is the newest ts the last complete catch-up read from
-	// history: the next one reads from there (in this process; a
-	// restart reads from the checkpoint).
-	passedTo string
-	// threads are the channel's recently active threads, most recent
-	// first; saved under threadsKey with each event that changes them.
 	threads []activeThread
 }
 
 func newReceiver(a *Adapter) *receiver {
-	return &receiver{a: a, normalize: a.normalize, now: time.Now, chans: map[string]*channelState{}, failed: make(chan struct{}, 1)}
+	r := &receiver{a: a, normalize: a.normalize, now: time.Now}
+	r.track = chatsync.NewTracker(chatsync.Config[string, channelState]{
+		Name: "slack", Key: checkpointKey, Max: maxChannels,
+		Format:  func(ts string) string { return ts },
+		Parse:   func(_, v string) string { return v },
+		Compare: tsCompare,
+		Load:    r.loadThreads,
+	})
+	r.replay = &replayer{r: r, limits: defaultReplayLimits}
+	r.catchUp = &chatsync.CatchUp{Name: "slack", Pass: r.replay.pass, Tracker: r.track,
+		Again: time.Second, AfterFailure: afterFailure, Fatal: isFatal, Health: &a.health, Log: a.log}
+	r.hook = r.newWebhook()
+	return r
 }
 
 // checkpointKey is where a channel's position is saved.
@@ -127,63 +115,25 @@ func checkpointKey(channel string) string { return "slack/" + channel }
 // that change it (a message in a thread), not with every message.
 func threadsKey(channel string) string { return "slack/" + channel + "/threads" }
 
-// acquire returns the channel's state, locked; release unlocks it.
-func (r *receiver) acquire(channel string) *channelState {
-	r.mu.Lock()
-	cs := r.chans[channel]
-	if cs == nil {
-		if len(r.chans) >= maxChannels {
-			for k, v := range r.chans {
-				if v.users == 0 {
-					delete(r.chans, k)
-				}
-			}
-		}
-		cs = &channelState{}
-		r.chans[channel] = cs
+// loadThreads reads a channel's active threads from the Sink, when the
+// tracker first meets the channel.
+func (r *receiver) loadThreads(ctx context.Context, sink adapters.Sink, channel string, cs *channelState) error {
+	tv, tok, err := sink.Checkpoint(ctx, threadsKey(channel))
+	if err != nil {
+		return fmt.Errorf("slack: active threads of %s: %w", channel, err)
 	}
-	cs.users++
-	r.mu.Unlock()
-	cs.mu.Lock()
-	return cs
-}
-
-func (r *receiver) release(cs *channelState) {
-	cs.mu.Unlock()
-	r.mu.Lock()
-	cs.users--
-	r.mu.Unlock()
-}
-
-// position returns the channel's saved ts, reading it and the channel's
-// active threads from the Sink the first time. cs must be held.
-func (r *receiver) position(ctx context.Context, cs *channelState, sink adapters.Sink, channel string) (string, bool, error) {
-	if !cs.loaded {
-		v, ok, err := sink.Checkpoint(ctx, checkpointKey(channel))
-		if err != nil {
-			return "", false, fmt.Errorf("slack: checkpoint of %s: %w", channel, err)
-		}
-		tv, tok, err := sink.Checkpoint(ctx, threadsKey(channel))
-		if err != nil {
-			return "", false, fmt.Errorf("slack: active threads of %s: %w", channel, err)
-		}
-		if ok {
-			cs.ts = v
-		}
-		cs.threads = nil
-		if tok {
-			threads, err := decodeThreads(tv)
-			if err != nil {
-				// Not worth stopping the channel's catch-up for: what is
-				// lost is at most the replies to older threads posted
-				// during a gap, and the list is rebuilt as threads move.
-				r.a.log.Warn("slack: the saved active threads are unreadable; starting without them", "key", threadsKey(channel), "err", err)
-			}
-			cs.threads = threads
-		}
-		cs.loaded = true
+	if !tok {
+		return nil
 	}
-	return cs.ts, cs.ts != "", nil
+	threads, err := decodeThreads(tv)
+	if err != nil {
+		// Not worth stopping the channel's catch-up for: what is
+		// lost is at most the replies to older threads posted
+		// during a gap, and the list is rebuilt as threads move.
+		r.a.log.Warn("slack: the saved active threads are unreadable; starting without them", "key", threadsKey(channel), "err", err)
+	}
+	cs.threads = threads
+	return nil
 }
 
 // decodeThreads reads a saved thread list: its valid entries, most
@@ -206,7 +156,7 @@ func decodeThreads(v string) ([]activeThread, error) {
 // withThread returns the channel's thread list with thread active at
 // last, most recent first, without those idle since before now-threadIdle
 // and past maxThreads; changed is false when that is the list as it is.
-// cs must be held.
+// The channel must be held.
 func (cs *channelState) withThread(thread, last string, now time.Time) (out []activeThread, changed bool) {
 	out = make([]activeThread, 0, len(cs.threads)+1)
 	found := false
@@ -240,7 +190,7 @@ func prune(threads []activeThread, now time.Time) []activeThread {
 }
 
 // activeThreads returns the parents' ts of the threads the channel saw
-// lately, read from the Sink after a restart. cs must be held.
+// lately, read from the Sink after a restart. The channel must be held.
 func (r *receiver) activeThreads(cs *channelState) []string {
 	cs.threads = prune(cs.threads, r.now())
 	out := make([]string, len(cs.threads))
@@ -264,7 +214,8 @@ type peek struct {
 
 // handle is the one path from a Slack event to the mailbox, for every
 // transport: normalise, deliver, and only then report success (the caller
-// acks). The event's channel moves its checkpoint forward, never back. An
+// acks). The event's channel moves its checkpoint forward, never back,
+// and only once the channel is caught up (chatsync.Tracker.Live). An
 // error means nothing was acknowledged and a retry may succeed.
 func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) error {
 	var pk peek
@@ -289,65 +240,52 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 	}
 	extra := out.Message.Metadata.Extra
 	out.Debounce = extra.Edits == "" && extra.Recalls == ""
-	if ev.ID != "" && !slices.Contains(out.Keys, eventKey(ev.ID)) {
-		out.Keys = append(out.Keys, eventKey(ev.ID))
+	if key := schema.EventKey(schema.Slack, ev.ID); ev.ID != "" && !slices.Contains(out.Keys, key) {
+		out.Keys = append(out.Keys, key)
 	}
 	if channel == "" || !ids.MatchString(channel) || !validTS(ts) {
 		return r.deliver(ctx, sink, *out)
 	}
-	cs := r.acquire(channel)
-	defer r.release(cs)
-	saved, _, err := r.position(ctx, cs, sink, channel)
-	if err != nil {
-		return err
-	}
-	newer := cs.caughtUp && tsAfter(ts, saved)
-	if newer {
-		out.Checkpoint = &adapters.Checkpoint{Key: checkpointKey(channel), Value: ts}
-	}
-	// The thread the message is part of is active: saved with the
-	// message, in the same Deliver (one write), whether or not the
-	// channel is caught up (the list says where to look, not how far).
+	thread := threadOf(pk, ts, out.Self)
+	return r.track.Live(ctx, sink, channel, ts, func(cp *adapters.Checkpoint, cs *channelState) error {
+		out.Checkpoint = cp
+		// The thread the message is part of is active: saved with the
+		// message, in the same Deliver (one write), whether or not the
+		// channel is caught up (the list says where to look, not how far).
+		var more []adapters.Event
+		threads, changed := []activeThread(nil), false
+		if validTS(thread) {
+			if threads, changed = cs.withThread(thread, ts, r.now()); changed {
+				v, err := json.Marshal(threads)
+				if err != nil {
+					return fmt.Errorf("slack: active threads of %s: %w", channel, err)
+				}
+				more = append(more, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: threadsKey(channel), Value: string(v)}})
+			}
+		}
+		if err := r.deliver(ctx, sink, *out, more...); err != nil {
+			return err
+		}
+		if changed {
+			cs.threads = threads
+		}
+		return nil
+	})
+}
+
+// threadOf is the thread an event at ts is part of, "" for none: its
+// thread_ts (or its edited message's); our own top-level post (its echo)
+// starts one, where a person answers the agent, so its first reply is
+// worth looking for after a gap.
+func threadOf(pk peek, ts string, self bool) string {
 	thread := pk.ThreadTS
 	if thread == "" && pk.Message != nil {
 		thread = pk.Message.ThreadTS
 	}
-	if !validTS(thread) && out.Self && pk.Type == "message" && pk.Message == nil {
-		// Our own top-level post (its echo): where a person answers the
-		// agent, so its first reply is worth looking for after a gap.
+	if !validTS(thread) && self && pk.Type == "message" && pk.Message == nil {
 		thread = ts
 	}
-	var threads []activeThread
-	var more []adapters.Event
-	if validTS(thread) {
-		last := ts
-		if !validTS(last) {
-			last = thread
-		}
-		var changed bool
-		if threads, changed = cs.withThread(thread, last, r.now()); changed {
-			v, err := json.Marshal(threads)
-			if err != nil {
-				return fmt.Errorf("slack: active threads of %s: %w", channel, err)
-			}
-			more = append(more, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: threadsKey(channel), Value: string(v)}})
-		} else {
-			threads = nil
-		}
-	}
-	if err := r.deliver(ctx, sink, *out, more...); err != nil {
-		return err
-	}
-	if newer {
-		cs.ts = ts
-	}
-	if tsAfter(ts, cs.delivered) {
-		cs.delivered = ts
-	}
-	if threads != nil {
-		cs.threads = threads
-	}
-	return nil
+	return thread
 }
 
 // deliver hands ev, and the checkpoint-only events more, to the Sink in
@@ -358,51 +296,6 @@ func (r *receiver) deliver(ctx context.Context, sink adapters.Sink, ev adapters.
 	}
 	r.a.health.Event()
 	return nil
-}
-
-// caughtUp saves the channel's position once a catch-up read everything
-// up to ts: the newer of ts and the newest delivered meanwhile, when it is
-// newer than the saved one. Live events move the checkpoint from then on.
-func (r *receiver) caughtUp(ctx context.Context, sink adapters.Sink, channel, ts string) error {
-	cs := r.acquire(channel)
-	defer r.release(cs)
-	saved, _, err := r.position(ctx, cs, sink, channel)
-	if err != nil {
-		return err
-	}
-	if tsAfter(ts, cs.passedTo) {
-		cs.passedTo = ts
-	}
-	if tsAfter(cs.delivered, ts) {
-		ts = cs.delivered
-	}
-	if validTS(ts) && (saved == "" || tsAfter(ts, saved)) {
-		if err := sink.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(channel), Value: ts}}); err != nil {
-			return fmt.Errorf("slack: save the position of %s: %w", channel, err)
-		}
-		cs.ts = ts
-	}
-	cs.caughtUp = true
-	cs.delivered = ""
-	cs.resume, cs.resumeNewest = "", ""
-	cs.resumeThreads = nil
-	return nil
-}
-
-// gap marks every channel as having missed events (a connection was
-// lost): their checkpoints wait for the next catch-up.
-func (r *receiver) gap() {
-	r.mu.Lock()
-	all := make([]*channelState, 0, len(r.chans))
-	for _, cs := range r.chans {
-		all = append(all, cs)
-	}
-	r.mu.Unlock()
-	for _, cs := range all {
-		cs.mu.Lock()
-		cs.caughtUp = false
-		cs.mu.Unlock()
-	}
 }
 
 // A Slack ts is "<seconds>.<microseconds>": ordered as a pair of numbers,
@@ -429,6 +322,18 @@ func parseTS(ts string) (sec, frac int64, ok bool) {
 func validTS(ts string) bool {
 	_, _, ok := parseTS(ts)
 	return ok
+}
+
+// tsCompare orders two ts as chatsync.Config.Compare wants: an invalid
+// one (and "", no position) before every valid one.
+func tsCompare(a, b string) int {
+	switch {
+	case tsAfter(a, b):
+		return 1
+	case tsAfter(b, a):
+		return -1
+	}
+	return 0
 }
 
 // tsAfter reports whether ts is later than than; any valid ts is after "".

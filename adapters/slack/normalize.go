@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/slack/internal/mrkdwn"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
@@ -315,15 +315,10 @@ func (n *normalizer) build(ctx context.Context, id string) (*adapters.Event, err
 	if n.ev.ID != "" {
 		// An event redelivered is dropped by its event_id even when
 		// it is an edit, whose id is its own ts.
-		ev.Keys = []string{eventKey(n.ev.ID)}
+		ev.Keys = []string{schema.EventKey(schema.Slack, n.ev.ID)}
 	}
 	return ev, nil
 }
-
-// eventKey is the dedupe key of an Events API event_id; it is the key
-// mailbox.EventKey gives metadata.extra.event_id when the index is
-// rebuilt from the files (a test holds the two together).
-func eventKey(id string) string { return "event:slack:" + id }
 
 // session sets the session, thread_key, thread_root and reply_to (DESIGN
 // §3): the channel is the session, direct for a DM and group otherwise.
@@ -632,31 +627,9 @@ func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
 	files := slices.Clone(m.Artifacts) // before the text's overflow joins them
 	text, md = schema.CleanText(text), schema.CleanText(md)
 	text, md = strings.TrimRight(text, "\n"), strings.TrimRight(md, "\n")
-	limit := n.a.limits.MaxTextBytes
-	if limit <= 0 {
-		limit = defaultMaxText
-	}
-	// The Markdown is written twice (content.markdown and the body),
-	// the text once: each keeps its share of the limit.
-	kt, km := int64(len(text)), int64(len(md))
-	if kt+2*km > limit {
-		c := limit / 3
-		switch {
-		case kt < c:
-			km = (limit - kt) / 2
-		case km < c:
-			kt = limit - 2*km
-		default:
-			kt, km = c, c
-		}
-	}
-	var rests []schema.Artifact
-	var err error
-	if text, rests, err = n.overflow(batch, "content.text", text, kt, rests); err != nil {
-		return err
-	}
 	fullMD := md
-	if md, rests, err = n.overflow(batch, "content.markdown", md, km, rests); err != nil {
+	text, md, rests, err := chatmsg.Fit(m, batch, n.extra, "slack", n.a.limits.MaxTextBytes, text, md)
+	if err != nil {
 		return err
 	}
 	m.Content = schema.Content{Text: schema.NullString(text), Markdown: schema.NullString(md)}
@@ -669,40 +642,6 @@ func (n *normalizer) content(batch *dropzone.Batch, text, md string) error {
 	}
 	m.Type = schema.TypeOf(n.hasWords, files)
 	return nil
-}
-
-// defaultMaxText is the text a file keeps when courier.limits leaves it
-// unset (as email's DefaultMaxText).
-const defaultMaxText = 4 << 20
-
-// overflow keeps the first keep bytes of field s (cut on a character
-// boundary, after a line end when one is near) and stores the rest as a
-// text artifact.
-func (n *normalizer) overflow(batch *dropzone.Batch, field, s string, keep int64, rests []schema.Artifact) (string, []schema.Artifact, error) {
-	if int64(len(s)) <= keep {
-		return s, rests, nil
-	}
-	k := int(keep)
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	if i := strings.LastIndexByte(s[max(0, k-4096):k], '\n'); i >= 0 {
-		k = max(0, k-4096) + i + 1
-	}
-	if batch == nil {
-		n.extra["text_cut"] = fmt.Sprintf("%s cut at %d of %d bytes: no dropzone to keep the rest", field, k, len(s))
-		return s[:k], rests, nil
-	}
-	name := map[string]string{"content.text": "text-rest.txt", "content.markdown": "markdown-rest.md"}[field]
-	obj, err := batch.Put(strings.NewReader(s[k:]))
-	if err != nil {
-		return "", nil, adapters.Temporary(fmt.Errorf("slack: store the rest of %s: %w", field, err))
-	}
-	art := schema.Artifact{ID: obj.ID, Name: name, Type: schema.ArtifactDocument, MimeType: "text/plain; charset=utf-8", Size: obj.Size, Path: obj.Path}
-	n.msg.Artifacts = append(n.msg.Artifacts, art)
-	x := &n.msg.Metadata.Extra
-	x.Overflow = append(x.Overflow, schema.Overflow{Field: field, Size: int64(len(s)), Kept: int64(k), Artifacts: []string{obj.ID}})
-	return s[:k], append(rests, art), nil
 }
 
 // restLine ends a body that was cut: where it goes on.

@@ -344,7 +344,7 @@ func TestMentionAndMessageOneFile(t *testing.T) {
 		}
 	}
 	edit := normalizeFixture(t, a, s, "edit")
-	if len(edit.Keys) != 1 || edit.Keys[0] != eventKey("Ev0000000012") || edit.Debounce {
+	if len(edit.Keys) != 1 || edit.Keys[0] != schema.EventKey(schema.Slack, "Ev0000000012") || edit.Debounce {
 		t.Errorf("edit: keys %v debounce %v; want its event key and no debounce", edit.Keys, edit.Debounce)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // The catch-up: what was posted while Courier was away (a dropped
@@ -42,21 +44,38 @@ var defaultReplayLimits = replayLimits{pages: 200, messages: 5000, pageSize: 200
 type replayer struct {
 	r      *receiver
 	limits replayLimits
-	// done are the channels caught up since the last pass that read
-	// everything: a pass after one that stopped at its bounds skips them,
-	// so that channels early in the list (each asking up to maxThreads
-	// threads) cannot use every pass's budget and starve the rest.
-	// Used by the one goroutine that runs the passes.
-	done map[string]bool
+	// resume is, per channel, where a catch-up stopped at its bounds goes
+	// on in the next pass of the round. Used by the one goroutine that
+	// runs the passes; dropped with the round (a gap starts a new one,
+	// which reads from the checkpoint up to now again).
+	resume map[string]*resumeState
 }
 
-// errPassIncomplete reports a pass that stopped at its bounds; another
-// pass is due.
-var errPassIncomplete = errors.New("slack: catch-up stopped at its bounds; more to read")
+// resumeState is what the passes of a round that stopped at their bounds
+// read of a channel: history is read newest first, so the next pass goes
+// on reading back from the oldest message read.
+type resumeState struct {
+	latest  string   // where the next pass reads history back from
+	newest  string   // the newest ts the passes that stopped read
+	threads []string // threads found by the passes that stopped
+}
 
-// pass catches up every channel once. It returns errPassIncomplete when a
-// bound stopped it before the end.
+// pass catches up every channel once. It returns chatsync.ErrIncomplete
+// when a bound stopped it before the end. A pass after one that stopped
+// at its bounds skips the channels caught up since the round began, so
+// that channels early in the list (each asking up to maxThreads threads)
+// cannot use every pass's budget and starve the rest.
 func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
+	return p.r.track.RunPass(func(ps *chatsync.Pass[string, channelState]) error {
+		if ps.NewRound() {
+			p.resume = nil
+		}
+		return p.read(ctx, sink, ps)
+	})
+}
+
+// read is one pass over the channels.
+func (p *replayer) read(ctx context.Context, sink adapters.Sink, ps *chatsync.Pass[string, channelState]) error {
 	budget := p.limits.pages
 	channels, err := p.channels(ctx, &budget)
 	if err != nil && channels == nil {
@@ -68,26 +87,20 @@ func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 		errs = append(errs, err)
 	}
 	for _, ch := range channels {
-		if p.done[ch] {
+		if ps.Done(ch) {
 			continue
 		}
 		if budget <= 0 {
 			incomplete = true
 			break
 		}
-		err := p.channel(ctx, sink, ch, &budget)
-		if err == nil {
-			if p.done == nil {
-				p.done = map[string]bool{}
-			}
-			p.done[ch] = true
-		}
+		err := p.channel(ctx, sink, ps, ch, &budget)
 		switch {
 		case gone(err):
 			// Deleted, archived, or the bot was removed: nothing to
 			// read there, and nothing wrong with Courier.
 			p.r.a.log.Debug("slack: catch-up skips a channel it cannot read", "channel", ch, "err", err)
-		case errors.Is(err, errPassIncomplete):
+		case errors.Is(err, chatsync.ErrIncomplete):
 			incomplete = true
 		case err != nil:
 			if ctx.Err() != nil {
@@ -97,11 +110,10 @@ func (p *replayer) pass(ctx context.Context, sink adapters.Sink) error {
 		}
 	}
 	if err := errors.Join(errs...); err == nil && incomplete {
-		return errPassIncomplete
+		return chatsync.ErrIncomplete
 	}
 	// The round is over (read whole, or failed: the next pass, at the
 	// next gap or interval, starts one anew).
-	p.done = nil
 	return errors.Join(errs...)
 }
 
@@ -161,14 +173,7 @@ func (p *replayer) channels(ctx context.Context, budget *int) ([]string, error) 
 		}
 		cursor = next
 	}
-	p.r.mu.Lock()
-	var known []string
-	for c := range p.r.chans {
-		known = append(known, c)
-	}
-	p.r.mu.Unlock()
-	sort.Strings(known)
-	for _, c := range known {
+	for _, c := range p.r.track.Known() {
 		add(c)
 	}
 	return out, listErr
@@ -179,75 +184,39 @@ func isMissingScope(err error) bool {
 	return errors.As(err, &se) && se.Err == "missing_scope"
 }
 
-// channel catches up one channel.
-func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, budget *int) error {
-	a := p.r.a
-	cs := p.r.acquire(ch)
-	saved, ok, err := p.r.position(ctx, cs, sink, ch)
-	resume, resumeNewest := cs.resume, cs.resumeNewest
-	pending := cs.resumeThreads
-	// The threads active lately (saved, so a restart knows them too): a
-	// reply posted to one during the gap is not in the history read
-	// below when its parent is older than from.
-	remembered := p.r.activeThreads(cs)
-	// Read from where the last catch-up read up to, when that is before
-	// the checkpoint: live events moved the checkpoint on, and an event
-	// Slack never delivered (it gives up after three tries) is only found
-	// by reading history again over what they covered.
-	from := saved
-	if validTS(cs.passedTo) && tsAfter(saved, cs.passedTo) {
-		from = cs.passedTo
-	}
-	if ok {
-		// Until this catch-up completes, what is delivered (by it or
-		// live) must not move the checkpoint past what it has not read.
-		cs.caughtUp = false
-	}
-	p.r.release(cs)
+// channel catches up one channel: reads its history since its position,
+// the replies of its threads active lately, and hands what it read to
+// handle, oldest first; then the channel is caught up.
+func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ps *chatsync.Pass[string, channelState], ch string, budget *int) error {
+	var remembered []string
+	rd, err := ps.Begin(ctx, sink, ch, func(cs *channelState) {
+		// The threads active lately (saved, so a restart knows them
+		// too): a reply posted to one during the gap is not in the
+		// history read below when its parent is older than from.
+		remembered = p.r.activeThreads(cs)
+	})
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return p.record(ctx, sink, ch, budget)
+	if rd.Saved == "" {
+		return p.record(ctx, sink, ps, ch, budget)
 	}
-	// History comes newest page first, as Slack pages it. It is collected
-	// whole (within the bounds) and handed over oldest first, with the
-	// thread replies in their place.
-	var msgs []slackapi.Message
+	// Read from where the last catch-up read up to, when that is before
+	// the checkpoint (rd.From): live events moved the checkpoint on, and
+	// an event Slack never delivered (it gives up after three tries) is
+	// only found by reading history again over what they covered.
+	from := rd.From
+	rs := p.resume[ch]
+	if rs == nil {
+		rs = &resumeState{}
+	}
 	threads := map[string]bool{}
-	for _, t := range remembered {
+	for _, t := range slices.Concat(remembered, rs.threads) {
 		threads[t] = true
 	}
-	for _, t := range pending {
-		threads[t] = true
-	}
-	cursor, complete := "", false
-	for *budget > 0 && len(msgs) < p.limits.messages {
-		*budget--
-		var h *slackapi.GetConversationHistoryResponse
-		err := p.call(ctx, func() error {
-			var err error
-			h, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
-				ChannelID: ch, Oldest: from, Latest: resume, Limit: p.limits.pageSize, Cursor: cursor})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("slack: conversations.history of %s: %w", ch, err)
-		}
-		for _, m := range h.Messages {
-			if !tsAfter(m.Timestamp, from) || (resume != "" && !tsAfter(resume, m.Timestamp)) {
-				continue // outside the range asked for
-			}
-			msgs = append(msgs, m)
-			if m.ReplyCount > 0 && tsAfter(m.LatestReply, from) {
-				threads[m.Timestamp] = true
-			}
-		}
-		cursor = h.ResponseMetaData.NextCursor
-		if !h.HasMore || cursor == "" {
-			complete = true
-			break
-		}
+	msgs, complete, err := p.history(ctx, ch, from, rs.latest, threads, budget)
+	if err != nil {
+		return err
 	}
 	if complete {
 		for _, t := range sortedKeys(threads) {
@@ -262,6 +231,67 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 			msgs = append(msgs, replies...)
 		}
 	}
+	newest, err := p.messages(ctx, sink, ch, msgs)
+	if err != nil {
+		return err
+	}
+	if !complete {
+		p.stopped(ch, rs, msgs, newest, threads)
+		p.r.a.log.Warn("slack: catch-up of a channel goes on in the next pass", "channel", ch, "messages", len(msgs))
+		return chatsync.ErrIncomplete
+	}
+	if tsAfter(rs.newest, newest) {
+		newest = rs.newest // read by the passes that stopped at their bounds
+	}
+	if newest == "" {
+		newest = from
+	}
+	if err := ps.CaughtUp(ctx, sink, ch, newest); err != nil {
+		return err
+	}
+	delete(p.resume, ch)
+	return nil
+}
+
+// history reads a channel's top-level messages after from (and before
+// latest, when set), as many as the bounds let it; complete is false when
+// they stopped it. History comes newest page first, as Slack pages it.
+// The threads with replies after from are added to threads.
+func (p *replayer) history(ctx context.Context, ch, from, latest string, threads map[string]bool, budget *int) ([]slackapi.Message, bool, error) {
+	var msgs []slackapi.Message
+	cursor := ""
+	for *budget > 0 && len(msgs) < p.limits.messages {
+		*budget--
+		var h *slackapi.GetConversationHistoryResponse
+		err := p.call(ctx, func() error {
+			var err error
+			h, err = p.r.a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: ch, Oldest: from, Latest: latest, Limit: p.limits.pageSize, Cursor: cursor})
+			return err
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("slack: conversations.history of %s: %w", ch, err)
+		}
+		for _, m := range h.Messages {
+			if !tsAfter(m.Timestamp, from) || (latest != "" && !tsAfter(latest, m.Timestamp)) {
+				continue // outside the range asked for
+			}
+			msgs = append(msgs, m)
+			if m.ReplyCount > 0 && tsAfter(m.LatestReply, from) {
+				threads[m.Timestamp] = true
+			}
+		}
+		cursor = h.ResponseMetaData.NextCursor
+		if !h.HasMore || cursor == "" {
+			return msgs, true, nil
+		}
+	}
+	return msgs, false, nil
+}
+
+// messages hands what was read of a channel to handle, oldest first (the
+// thread replies in their place), and returns the newest ts among them.
+func (p *replayer) messages(ctx context.Context, sink adapters.Sink, ch string, msgs []slackapi.Message) (string, error) {
 	sort.SliceStable(msgs, func(i, j int) bool { return tsAfter(msgs[j].Timestamp, msgs[i].Timestamp) })
 	newest := ""
 	for _, m := range msgs {
@@ -269,37 +299,33 @@ func (p *replayer) channel(ctx context.Context, sink adapters.Sink, ch string, b
 			newest = m.Timestamp
 		}
 		if err := p.message(ctx, sink, ch, m); err != nil {
-			return err
+			return "", err
 		}
 	}
-	if !complete {
-		// The newest part of a gap larger than one pass is durable now;
-		// the next pass reads on back from its oldest message. The
-		// checkpoint stays where it is until the whole gap is read.
-		if len(msgs) > 0 {
-			cs := p.r.acquire(ch)
-			cs.resume = msgs[0].Timestamp
-			if tsAfter(newest, cs.resumeNewest) {
-				cs.resumeNewest = newest
-			}
-			// The threads found in the part read are read once the
-			// whole gap is.
-			cs.resumeThreads = sortedKeys(threads)
-			if len(cs.resumeThreads) > p.limits.messages {
-				cs.resumeThreads = cs.resumeThreads[len(cs.resumeThreads)-p.limits.messages:]
-			}
-			p.r.release(cs)
-		}
-		a.log.Warn("slack: catch-up of a channel goes on in the next pass", "channel", ch, "messages", len(msgs))
-		return errPassIncomplete
+	return newest, nil
+}
+
+// stopped keeps where the catch-up of a channel stopped at its bounds:
+// the newest part of a gap larger than one pass is durable now, and the
+// next pass reads on back from its oldest message. The checkpoint stays
+// where it is until the whole gap is read.
+func (p *replayer) stopped(ch string, rs *resumeState, msgs []slackapi.Message, newest string, threads map[string]bool) {
+	if len(msgs) == 0 {
+		return
 	}
-	if tsAfter(resumeNewest, newest) {
-		newest = resumeNewest // read by the passes that stopped at their bounds
+	rs.latest = msgs[0].Timestamp
+	if tsAfter(newest, rs.newest) {
+		rs.newest = newest
 	}
-	if newest == "" {
-		newest = from
+	// The threads found in the part read are read once the whole gap is.
+	rs.threads = sortedKeys(threads)
+	if len(rs.threads) > p.limits.messages {
+		rs.threads = rs.threads[len(rs.threads)-p.limits.messages:]
 	}
-	return p.r.caughtUp(ctx, sink, ch, newest)
+	if p.resume == nil || len(p.resume) >= maxChannels {
+		p.resume = map[string]*resumeState{}
+	}
+	p.resume[ch] = rs
 }
 
 // message hands one message from history to handle, unless the mailbox
@@ -354,7 +380,7 @@ func (p *replayer) replies(ctx context.Context, ch, thread, saved string, budget
 }
 
 // record saves a channel's current position without reading its past.
-func (p *replayer) record(ctx context.Context, sink adapters.Sink, ch string, budget *int) error {
+func (p *replayer) record(ctx context.Context, sink adapters.Sink, ps *chatsync.Pass[string, channelState], ch string, budget *int) error {
 	*budget--
 	var h *slackapi.GetConversationHistoryResponse
 	err := p.call(ctx, func() error {
@@ -369,7 +395,7 @@ func (p *replayer) record(ctx context.Context, sink adapters.Sink, ch string, bu
 	if len(h.Messages) > 0 && validTS(h.Messages[0].Timestamp) {
 		ts = h.Messages[0].Timestamp
 	}
-	return p.r.caughtUp(ctx, sink, ch, ts)
+	return ps.CaughtUp(ctx, sink, ch, ts)
 }
 
 // call runs one Web API call, waiting out a 429's Retry-After a bounded
@@ -381,13 +407,8 @@ func (p *replayer) call(ctx context.Context, f func() error) error {
 		if !errors.As(err, &rl) || i >= p.limits.retries {
 			return err
 		}
-		wait := max(rl.RetryAfter, time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := chatsync.Sleep(ctx, max(rl.RetryAfter, time.Second)); err != nil {
+			return err
 		}
 	}
 }
@@ -411,17 +432,27 @@ func sortedKeys(m map[string]bool) []string {
 // whose gaps have no connection to mark them: a pass at start (what was
 // posted while Courier was down), one soon after the webhook could not
 // store an event (Slack retries three times within about five minutes,
-// then gives up on it), and one every interval as a safety net.
+// then gives up on it), and one every interval as a safety net. It runs
+// the receiver's catch-up (chatsync.CatchUp), which the webhook tells of
+// its failures.
 type replaySource struct {
-	p        *replayer
-	interval time.Duration
-	// afterFailure is how long after a webhook failure the pass runs,
-	// giving Slack's own retries their chance first.
-	afterFailure time.Duration
+	p *replayer
+	c *chatsync.CatchUp
 }
 
+// replayInterval is between the Events API's catch-up passes when all is
+// read; afterFailure is how long after a webhook failure the pass runs,
+// giving Slack's own retries their chance first.
+const (
+	replayInterval = time.Hour
+	afterFailure   = time.Minute
+)
+
 func newReplaySource(r *receiver) *replaySource {
-	return &replaySource{p: &replayer{r: r, limits: defaultReplayLimits}, interval: time.Hour, afterFailure: time.Minute}
+	c := r.catchUp
+	c.Interval = replayInterval
+	c.Healthy = func() { r.a.health.Set(adapters.StatusConnected, "") }
+	return &replaySource{p: r.replay, c: c}
 }
 
 func (s *replaySource) Name() string { return "slack/replay" }
@@ -439,48 +470,11 @@ func (s *replaySource) Start(ctx context.Context) error {
 // Error records on /health an error Run returned.
 func (s *replaySource) Error(err error) { s.p.r.a.health.Error(err) }
 
-// Run makes a pass at once, every interval, after a webhook failure, and
-// again soon after a pass that stopped at its bounds.
-func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error {
-	for {
-		err := s.p.pass(ctx, sink)
-		wait := s.interval
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, errPassIncomplete):
-			wait = time.Second
-		case err != nil && isFatal(err):
-			s.p.r.a.health.Error(err)
-			s.p.r.a.log.Error("slack: catch-up stopped: the token was refused", "err", err)
-			<-ctx.Done()
-			return nil
-		case err != nil:
-			s.p.r.a.health.Error(err)
-			s.p.r.a.log.Warn("slack: catch-up failed; next pass later", "err", err)
-		default:
-			s.p.r.a.health.Set(adapters.StatusConnected, "")
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		case <-s.p.r.failed:
-			// A new gap, maybe in a channel the unfinished round read
-			// already: the next pass starts a round anew.
-			s.p.done = nil
-			t.Reset(s.afterFailure)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
-		}
-	}
-}
+// Run makes a pass at once, every interval, after a webhook failure, soon
+// after a pass that stopped at its bounds, and after a failed one once a
+// minute has passed, doubling up to the interval. A refused token stops
+// the passes (the service restarts with other credentials).
+func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error { return s.c.Run(ctx, sink) }
 
 var (
 	_ adapters.Starter       = (*replaySource)(nil)

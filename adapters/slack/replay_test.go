@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 )
@@ -118,7 +120,7 @@ func TestReplayBoundsAndRateLimit(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errPassIncomplete) {
+		if !errors.Is(err, chatsync.ErrIncomplete) {
 			t.Fatalf("pass %d: %v", passes, err)
 		}
 		if got := w.checkpoint(t, ch); got != "1700003000.000100" {
@@ -169,7 +171,7 @@ func TestReplaySource(t *testing.T) {
 	}
 
 	s := newReplaySource(w.r)
-	s.afterFailure = time.Millisecond
+	s.c.AfterFailure = time.Millisecond
 	if s.Name() != "slack/replay" {
 		t.Errorf("name %q", s.Name())
 	}
@@ -483,7 +485,7 @@ func TestReplayRoundProgress(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errPassIncomplete) {
+		if !errors.Is(err, chatsync.ErrIncomplete) {
 			t.Fatal(err)
 		}
 	}
@@ -507,7 +509,7 @@ func TestReplaySourceFailureMidRound(t *testing.T) {
 	w.a.allow = map[string]bool{a: true, b: true}
 	ctx := context.Background()
 	s := newReplaySource(w.r)
-	s.afterFailure = time.Millisecond
+	s.c.AfterFailure = time.Millisecond
 	if err := s.p.pass(ctx, w.pipe); err != nil {
 		t.Fatal(err)
 	}
@@ -531,9 +533,112 @@ func TestReplaySourceFailureMidRound(t *testing.T) {
 	})
 	// Slack gives up on an event of a, which the round read already.
 	w.post(a, "1700300004.000100", "", "a's event Slack gave up on")
-	w.r.failed <- struct{}{}
+	w.r.catchUp.Failed()
 	testutil.WaitFor(t, 10*time.Second, "a read again after the failure", func() bool {
 		return w.hasFile(t, msgID(a, "1700300004.000100"))
 	})
 	testutil.WaitFor(t, 10*time.Second, "b's whole gap", func() bool { return w.hasFile(t, msgID(b, "1700300002.000100")) })
+}
+
+// A webhook event that could not be stored (answered 503), a later event
+// of its channel stored, then a restart before any catch-up: the first
+// pass after the restart reads the message of the failed event. The
+// failure marked a gap, so the later event did not move the checkpoint
+// past it (before chatsync, it did, and the message was lost).
+func TestWebhookFailureThenRestart(t *testing.T) {
+	w := newInWorld(t, "events")
+	const ch = "C0WHFAIL1"
+	w.channel(ch, "failure")
+	w.post(ch, "1700600000.000100", "", "before Courier")
+	ctx := context.Background()
+	if err := (&replayer{r: w.r, limits: defaultReplayLimits}).pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	send := func(sink adapters.Sink, id string, ev json.RawMessage) int {
+		body := callback(id, ev)
+		code, _ := post(t, w.r.webhook(sink), "POST", sign(inSecret, time.Now(), body), body)
+		return code
+	}
+	if code := send(w.pipe, "EvWF1", w.post(ch, "1700600001.000100", "", "live")); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if got := w.checkpoint(t, ch); got != "1700600001.000100" {
+		t.Fatalf("checkpoint %q, want the live event's: caught up", got)
+	}
+	failing := &countingSink{Sink: w.pipe, fail: errors.New("ingest: disk full")}
+	if code := send(failing, "EvWF2", w.post(ch, "1700600002.000100", "", "not stored")); code != 503 {
+		t.Fatalf("status %d, want 503", code)
+	}
+	if code := send(w.pipe, "EvWF3", w.post(ch, "1700600003.000100", "", "stored after")); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if got := w.checkpoint(t, ch); got != "1700600001.000100" {
+		t.Errorf("checkpoint %q after the failure, want 1700600001.000100 (not past the message not stored)", got)
+	}
+
+	w.restart(&testutil.Clock{T: time.Now()})
+	if err := (&replayer{r: w.r, limits: defaultReplayLimits}).pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if !w.hasFile(t, msgID(ch, "1700600002.000100")) {
+		t.Errorf("the message of the failed event was lost: files %v", w.ids(t))
+	}
+}
+
+// seenHook is a Sink that calls on the first time Seen is asked for id:
+// the catch-up asks it just before it hands that message to handle.
+type seenHook struct {
+	adapters.Sink
+	id   string
+	once sync.Once
+	on   func()
+}
+
+func (s *seenHook) Seen(ctx context.Context, key string) (bool, error) {
+	if key == s.id {
+		s.once.Do(s.on)
+	}
+	return s.Sink.Seen(ctx, key)
+}
+
+// A new connection (Socket Mode's hello, a gap) while a catch-up pass
+// reads a channel, a message posted meanwhile that no event brings, a
+// live event after, then a restart before the next pass: the first pass
+// after the restart reads that message. The pass that began before the
+// gap saved only what it read and left the channel not caught up, so the
+// live event did not move the checkpoint past the window (before
+// chatsync, it did, and the message was lost).
+func TestHelloDuringPassThenRestart(t *testing.T) {
+	w := newInWorld(t, "socket")
+	const ch = "C0HELLO01"
+	w.channel(ch, "hello")
+	w.post(ch, "1700700000.000100", "", "before Courier")
+	ctx := context.Background()
+	p := &replayer{r: w.r, limits: defaultReplayLimits}
+	if err := p.pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	w.post(ch, "1700700001.000100", "", "missed before the pass")
+	gap := func() { w.r.track.Gap() }
+	sink := &seenHook{Sink: w.pipe, id: msgID(ch, "1700700001.000100"), on: func() {
+		gap()
+		w.post(ch, "1700700002.000100", "", "posted while the connection was down")
+	}}
+	if err := p.pass(ctx, sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.handle(ctx, w.pipe, event{ID: "EvHL1", Inner: w.post(ch, "1700700003.000100", "", "live, new connection")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.checkpoint(t, ch); got != "1700700001.000100" {
+		t.Errorf("checkpoint %q, want 1700700001.000100 (what the pass read), not past the window", got)
+	}
+
+	w.restart(&testutil.Clock{T: time.Now()})
+	if err := (&replayer{r: w.r, limits: defaultReplayLimits}).pass(ctx, w.pipe); err != nil {
+		t.Fatal(err)
+	}
+	if !w.hasFile(t, msgID(ch, "1700700002.000100")) {
+		t.Errorf("the message posted while the connection was down was lost: files %v", w.ids(t))
+	}
 }

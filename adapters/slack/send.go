@@ -10,11 +10,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/slack/internal/mrkdwn"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
@@ -48,7 +49,7 @@ func (a *Adapter) outbound(p *adapters.Provider) {
 // reported to the engine as an accepted "recipient" (a RecipientResult
 // whose address names the step: "C024BE91L text 2/3"), through a
 // PartialError when a later step fails, so that the next attempt does
-// only the steps left and no part is posted twice. A crash while the
+// only the steps left and no part is posted twice (chatsync.Poster). A crash while the
 // steps run re-posts those of that attempt: the engine's commit gate lets
 // one draft at a time past the first post, so a crash duplicates the
 // steps of at most one draft.
@@ -65,7 +66,8 @@ type step struct {
 	files []int  // the indexes of the artifacts one share shows
 }
 
-// Send implements adapters.Sender.
+// Send implements adapters.Sender: the steps are posted by
+// chatsync.Poster, each once across attempts.
 func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
 	d := at.Draft
 	if err := checkDraft(d); err != nil {
@@ -83,81 +85,42 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	if err != nil {
 		return adapters.Receipt{}, err
 	}
-	done := map[string]string{} // address → reply (a ts, file ids)
-	for _, r := range at.Accepted {
-		done[r.Address] = string(r.Reply)
-	}
-	addr := func(st step) string { return channel + " " + st.label }
-
-	// Files are uploaded before anything is posted: an upload that is not
-	// completed shows nowhere, so the gate is held only for the quick
-	// calls that show something, never for a long upload.
-	uploaded := map[string][]slackapi.FileSummary{}
-	for _, st := range steps {
-		if st.files == nil {
-			continue
-		}
-		if _, ok := done[addr(st)]; ok {
-			continue
-		}
-		for _, i := range st.files {
-			f, err := s.upload(ctx, i, d.Artifacts[i])
-			if err != nil {
-				return adapters.Receipt{}, err
-			}
-			uploaded[st.label] = append(uploaded[st.label], f)
-		}
-	}
-
-	var posted []schema.RecipientResult
-	fail := func(err error) (adapters.Receipt, error) {
-		if len(posted) > 0 {
-			return adapters.Receipt{}, &adapters.PartialError{Accepted: posted, Err: err}
-		}
-		return adapters.Receipt{}, err
-	}
-	if err := at.EnterCommit(ctx); err != nil {
-		return adapters.Receipt{}, adapters.Temporary(fmt.Errorf("slack: waiting to post: %w", err))
-	}
 	thread := string(d.ThreadKey)
+	todo := make([]chatsync.Step, len(steps))
 	for n, st := range steps {
-		if _, ok := done[addr(st)]; ok {
-			continue
-		}
-		var reply string
+		todo[n] = chatsync.Step{Label: st.label, Post: func(ctx context.Context) (string, error) {
+			return s.post(ctx, d, channel, thread, st.text, mrkdwn, n+1, len(steps))
+		}}
 		if st.files == nil {
-			ts, err := s.post(ctx, d, channel, thread, st.text, mrkdwn, n+1, len(steps))
-			if err != nil {
-				return fail(err)
-			}
-			reply = ts
-		} else {
-			ids, err := s.share(ctx, channel, thread, uploaded[st.label])
-			if err != nil {
-				return fail(err)
-			}
-			reply = ids
-		}
-		done[addr(st)] = reply
-		step := schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(reply)}
-		posted = append(posted, step)
-		// Recorded at once when more steps follow: a crash before the
-		// last step repeats only the step in flight, not the parts
-		// already posted (the last is recorded with the receipt).
-		if n == len(steps)-1 {
 			continue
 		}
-		if err := at.Reached(ctx, step); err != nil {
-			s.a.log.Warn("slack: could not record a step posted; a crash now would post it again", "draft", d.ID, "step", st.label, "error", err)
+		// Files are uploaded before anything is posted: an upload that
+		// is not completed shows nowhere.
+		var uploaded []slackapi.FileSummary
+		todo[n].Upload = func(ctx context.Context) error {
+			for _, i := range st.files {
+				f, err := s.upload(ctx, i, d.Artifacts[i])
+				if err != nil {
+					return err
+				}
+				uploaded = append(uploaded, f)
+			}
+			return nil
 		}
+		todo[n].Post = func(ctx context.Context) (string, error) { return s.share(ctx, channel, thread, uploaded) }
+	}
+	posted, err := chatsync.Poster{Name: "slack", Log: s.a.log,
+		Unrecorded: "slack: could not record a step posted; a crash now would post it again"}.Post(ctx, at, channel, todo)
+	if err != nil {
+		return adapters.Receipt{}, err
 	}
 	s.a.health.Event()
 
 	// The message's id is its first post's ts: a reply to it keeps the
 	// draft's correlation id, and its echo is known as ours. A draft of
 	// files alone has no ts (completeUploadExternal answers file ids).
-	first := done[addr(steps[0])]
-	r := adapters.Receipt{ProviderMessageID: first, Channel: channel, Recipients: posted}
+	first := posted.Replies[0]
+	r := adapters.Receipt{ProviderMessageID: first, Channel: channel, Recipients: posted.Results}
 	if steps[0].files == nil {
 		r.InboundID = threading.SlackID(channel, first)
 	} else if i := strings.IndexByte(first, ','); i >= 0 {
@@ -189,22 +152,17 @@ func checkDraft(d *schema.Draft) error {
 // is converted to mrkdwn; plain text is escaped and posted with mrkdwn
 // off, so that its * and _ stay as typed.
 func draftText(d *schema.Draft) (string, bool, error) {
-	switch d.EffectiveType() {
-	case schema.DraftText:
-		return slackutilsx.EscapeMessage(d.Text()), false, nil
-	case schema.DraftHTML:
-		if d.Content.Text != "" {
-			return slackutilsx.EscapeMessage(string(d.Content.Text)), false, nil
-		}
-		md, err := htmltomarkdown.ConvertString(string(d.Content.HTML))
-		if err != nil {
-			return "", false, fmt.Errorf("slack: content.html: %w", err)
-		}
-		return toMrkdwn(md), true, nil
-	case schema.DraftCard:
+	if d.EffectiveType() == schema.DraftCard {
 		return "", false, errors.New("slack: card drafts are not supported: send markdown or text")
 	}
-	return toMrkdwn(d.Markdown()), true, nil
+	words, plain, err := chatmsg.DraftWords(d)
+	switch {
+	case err != nil:
+		return "", false, fmt.Errorf("slack: %w", err)
+	case plain:
+		return slackutilsx.EscapeMessage(words), false, nil
+	}
+	return toMrkdwn(words), true, nil
 }
 
 // toMrkdwn converts a draft's Markdown to Slack mrkdwn (escaping what

@@ -9,9 +9,13 @@
 //   - normalize.go, directory.go, files.go: a Slack event to a
 //     schema.Message (names from users.info and conversations.info, files
 //     into the dropzone);
+//   - inbound.go: the one path from an event to the mailbox, and each
+//     channel's checkpoint (a chatsync.Tracker of ts);
 //   - socket.go, events.go, replay.go: the transports (Socket Mode, the
-//     Events API webhook, the catch-up from history after a gap);
-//   - send.go: the Sender.
+//     Events API webhook, the catch-up from history after a gap), on the
+//     chat engine's joiner, webhook skeleton and catch-up loop
+//     (adapters/chatsync);
+//   - send.go: the Sender (its steps posted by chatsync.Poster).
 //
 // Only this package imports slack-go.
 package slack

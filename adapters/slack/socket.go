@@ -90,10 +90,9 @@ func startCheck(ctx context.Context, a *Adapter) error {
 }
 
 // socketSource receives over Socket Mode, and catches up after every
-// (re)connect.
+// (re)connect and after an event it could not store.
 type socketSource struct {
-	r      *receiver
-	replay *replayer
+	r *receiver
 
 	// pingInterval is socketmode's: no ping from Slack within it and the
 	// connection is taken for dead (its default 30 s; tests shorten it).
@@ -110,7 +109,10 @@ type socketSource struct {
 }
 
 func newSocketSource(r *receiver) *socketSource {
-	return &socketSource{r: r, replay: &replayer{r: r, limits: defaultReplayLimits},
+	// The catch-up's first pass waits for the first hello; the passes
+	// come from connections and failures, not from a clock.
+	r.catchUp.OnKick = true
+	return &socketSource{r: r,
 		pingInterval: 30 * time.Second,
 		gate:         &reconnectGate{min: time.Second, max: 2 * time.Minute, stable: time.Minute}}
 }
@@ -149,6 +151,19 @@ func (s *socketSource) stopped() error {
 	return s.fatal
 }
 
+// socketRun is what one Run shares with its handlers.
+type socketRun struct {
+	ctx    context.Context // Run's, ended with it
+	cancel context.CancelFunc
+	smc    *socketmode.Client
+	sink   adapters.Sink
+	sem    chan struct{} // a slot per event in handling
+	wg     sync.WaitGroup
+	// fatal is a refusal seen on the way, which ends the connection for
+	// good; Run's goroutine alone uses it.
+	fatal error
+}
+
 // Run keeps a Socket Mode connection until ctx ends. After a fatal
 // refusal it waits for ctx without reconnecting, so the service's restart
 // of a failed Run cannot become a loop of refused connections.
@@ -157,28 +172,16 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 		<-ctx.Done()
 		return nil
 	}
-	a := s.r.a
 	s.r.a.health.Set(adapters.StatusConnecting, "")
-	api := slackapi.New(a.cfg.BotToken.Reveal(), slackapi.OptionAPIURL(a.apiURL),
-		slackapi.OptionHTTPClient(gatedClient{c: a.http, gate: s.gate, opens: &s.opens}),
-		slackapi.OptionAppLevelToken(a.cfg.AppToken.Reveal()))
-	smc := socketmode.New(api, socketmode.OptionPingInterval(s.pingInterval),
-		socketmode.OptionReadLimit(maxFrame), socketmode.OptionLog(log.New(io.Discard, "", 0)))
-
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	run := &socketRun{ctx: rctx, cancel: cancel, smc: s.client(), sink: sink, sem: make(chan struct{}, socketWorkers)}
 	runDone := make(chan error, 1)
-	go func() { runDone <- smc.RunContext(rctx) }()
-
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, socketWorkers)
-	kick := make(chan struct{}, 1)
-	wg.Go(func() { s.replayLoop(rctx, sink, kick) })
-
-	var fatal error
+	go func() { runDone <- run.smc.RunContext(rctx) }()
+	run.wg.Go(func() { _ = s.r.catchUp.Run(rctx, sink) })
 	finish := func() {
 		cancel()
-		wg.Wait()
+		run.wg.Wait()
 	}
 	for {
 		select {
@@ -188,11 +191,11 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 			return nil
 		case err := <-runDone:
 			finish()
-			if fatal == nil && isFatal(err) {
-				fatal = err
+			if run.fatal == nil && isFatal(err) {
+				run.fatal = err
 			}
-			if fatal != nil {
-				s.stop(fatal)
+			if run.fatal != nil {
+				s.stop(run.fatal)
 				<-ctx.Done()
 				return nil
 			}
@@ -200,68 +203,83 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 				return nil
 			}
 			return fmt.Errorf("slack: socket mode: %w", err)
-		case evt := <-smc.Events:
-			switch evt.Type {
-			case socketmode.EventTypeConnecting:
-				s.connected.Store(false)
-				a.health.Set(adapters.StatusConnecting, "")
-			case socketmode.EventTypeConnectionError:
-				if d, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok && d.ErrorObj != nil {
-					if isFatal(d.ErrorObj) {
-						fatal = d.ErrorObj
-						cancel()
-						continue
-					}
-					a.health.Error(fmt.Errorf("slack: socket mode: connecting: %w", d.ErrorObj))
+		case evt := <-run.smc.Events:
+			s.event(run, evt)
+		}
+	}
+}
+
+// client is a Run's socketmode client, its apps.connections.open calls
+// paced by the gate.
+func (s *socketSource) client() *socketmode.Client {
+	a := s.r.a
+	api := slackapi.New(a.cfg.BotToken.Reveal(), slackapi.OptionAPIURL(a.apiURL),
+		slackapi.OptionHTTPClient(gatedClient{c: a.http, gate: s.gate, opens: &s.opens}),
+		slackapi.OptionAppLevelToken(a.cfg.AppToken.Reveal()))
+	return socketmode.New(api, socketmode.OptionPingInterval(s.pingInterval),
+		socketmode.OptionReadLimit(maxFrame), socketmode.OptionLog(log.New(io.Discard, "", 0)))
+}
+
+// event handles one of socketmode's events.
+func (s *socketSource) event(run *socketRun, evt socketmode.Event) {
+	a := s.r.a
+	switch evt.Type {
+	case socketmode.EventTypeConnecting:
+		s.connected.Store(false)
+		a.health.Set(adapters.StatusConnecting, "")
+	case socketmode.EventTypeConnectionError:
+		if d, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok && d.ErrorObj != nil {
+			if isFatal(d.ErrorObj) {
+				run.fatal = d.ErrorObj
+				run.cancel()
+				return
+			}
+			a.health.Error(fmt.Errorf("slack: socket mode: connecting: %w", d.ErrorObj))
+		}
+	case socketmode.EventTypeInvalidAuth:
+		run.fatal = errors.New("invalid_auth (apps.connections.open answered 404)")
+		run.cancel()
+	case socketmode.EventTypeHello:
+		// A new connection: whatever was posted since the last one is a
+		// gap until the catch-up read it. A pass under way saves only
+		// what it read (chatsync.Pass.CaughtUp).
+		s.r.track.Gap()
+		s.connected.Store(true)
+		a.health.Set(adapters.StatusConnected, "")
+		s.r.catchUp.Kick()
+	case socketmode.EventTypeEventsAPI:
+		s.dispatch(run, evt.Request)
+	case socketmode.EventTypeErrorBadMessage:
+		// An envelope socketmode could not parse: handle it from the raw
+		// frame when it is one.
+		if d, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+			var req socketmode.Request
+			if json.Unmarshal(d.Message, &req) == nil && req.EnvelopeID != "" {
+				if req.Type == socketmode.RequestTypeEventsAPI {
+					s.dispatch(run, &req)
+				} else {
+					_ = run.smc.AckCtx(run.ctx, req.EnvelopeID, nil)
 				}
-			case socketmode.EventTypeInvalidAuth:
-				fatal = errors.New("invalid_auth (apps.connections.open answered 404)")
-				cancel()
-			case socketmode.EventTypeHello:
-				// A new connection: whatever was posted since the last
-				// one is a gap until the catch-up read it.
-				s.r.gap()
-				s.connected.Store(true)
-				a.health.Set(adapters.StatusConnected, "")
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
-			case socketmode.EventTypeEventsAPI:
-				s.dispatch(rctx, smc, sink, evt.Request, sem, &wg)
-			case socketmode.EventTypeErrorBadMessage:
-				// An envelope socketmode could not parse: handle it
-				// from the raw frame when it is one.
-				if d, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
-					var req socketmode.Request
-					if json.Unmarshal(d.Message, &req) == nil && req.EnvelopeID != "" {
-						if req.Type == socketmode.RequestTypeEventsAPI {
-							s.dispatch(rctx, smc, sink, &req, sem, &wg)
-						} else {
-							_ = smc.AckCtx(rctx, req.EnvelopeID, nil)
-						}
-					}
-				}
-			case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
-				// Not messages: acked at once, nothing written.
-				if evt.Request != nil {
-					_ = smc.AckCtx(rctx, evt.Request.EnvelopeID, nil)
-				}
-			case socketmode.EventTypeErrorWriteFailed:
-				// An ack lost: Slack redelivers, the dedupe drops it.
-				a.log.Debug("slack: socket mode: an ack was not sent")
 			}
 		}
+	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		// Not messages: acked at once, nothing written.
+		if evt.Request != nil {
+			_ = run.smc.AckCtx(run.ctx, evt.Request.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeErrorWriteFailed:
+		// An ack lost: Slack redelivers, the dedupe drops it.
+		a.log.Debug("slack: socket mode: an ack was not sent")
 	}
 }
 
 // dispatch handles an events_api envelope on a worker, and acks it once
 // the event is durable.
-func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sink adapters.Sink, req *socketmode.Request,
-	sem chan struct{}, wg *sync.WaitGroup) {
+func (s *socketSource) dispatch(run *socketRun, req *socketmode.Request) {
 	if req == nil {
 		return
 	}
+	ctx, smc, sink := run.ctx, run.smc, run.sink
 	var env envelope
 	if err := json.Unmarshal(req.Payload, &env); err != nil || env.Type != "event_callback" ||
 		len(env.Event) == 0 || env.Event[0] != '{' {
@@ -270,17 +288,21 @@ func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sin
 		return
 	}
 	select {
-	case sem <- struct{}{}:
+	case run.sem <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
 	id := req.EnvelopeID
-	wg.Go(func() {
-		defer func() { <-sem }()
+	run.wg.Go(func() {
+		defer func() { <-run.sem }()
 		if err := s.r.handleOnce(ctx, sink, event{ID: env.EventID, Inner: env.Event}); err != nil {
 			if ctx.Err() == nil {
 				s.r.a.health.Error(fmt.Errorf("slack: event %s not stored: %w", env.EventID, err))
 				s.r.a.log.Warn("slack: event not stored; not acked, Slack will redeliver", "event_id", env.EventID, "err", err)
+				// Slack redelivers it, a few times only: later events
+				// must not move the checkpoint past it, and a pass reads
+				// it from history if every redelivery fails too.
+				s.r.catchUp.Failed()
 			}
 			return
 		}
@@ -293,39 +315,6 @@ func (s *socketSource) dispatch(ctx context.Context, smc *socketmode.Client, sin
 			s.r.a.health.Set(adapters.StatusConnected, "")
 		}
 	})
-}
-
-// replayLoop runs a catch-up pass each time it is kicked (every hello),
-// and again soon while a pass stops at its bounds.
-func (s *socketSource) replayLoop(ctx context.Context, sink adapters.Sink, kick <-chan struct{}) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-kick:
-		}
-		for {
-			err := s.replay.pass(ctx, sink)
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, errPassIncomplete) {
-				s.r.a.health.Error(err)
-				s.r.a.log.Warn("slack: catch-up failed; next at the next connection", "err", err)
-				break
-			}
-			t := time.NewTimer(time.Second)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}
 }
 
 // reconnectGate paces apps.connections.open: the first call, and one
