@@ -39,61 +39,19 @@ func (p *Pipeline) lookup(ctx context.Context, key string, local map[string]*sch
 	return &related{threadKey: e.Session.ThreadKey, threadRoot: e.ThreadRoot, sessionID: e.Session.ID, correlation: e.CorrelationID}, nil
 }
 
-// enrich applies thread and correlation inheritance.
+// enrich applies thread and correlation inheritance. The correlation id is
+// looked for in what m pointed at as delivered, before joinKnownThread
+// moves its thread root.
 func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Event, local map[string]*schema.Message) error {
 	targets := []string{string(m.ReplyTo), m.Metadata.Extra.Edits, m.Metadata.Extra.Recalls, string(m.ThreadRoot)}
 	if ev.JoinKnownThread {
-		// Join the thread of the parent, else of the root, when the
-		// mailbox knows them (Event.JoinKnownThread).
-		for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
-			r, err := p.lookup(ctx, t, local)
-			if err != nil {
-				return err
-			}
-			if r == nil || r.threadKey == "" {
-				continue
-			}
-			if r.threadKey != string(m.Session.ThreadKey) {
-				if m.Metadata.Extra.Other == nil {
-					m.Metadata.Extra.Other = map[string]any{}
-				}
-				m.Metadata.Extra.Other["thread_key_from_headers"] = string(m.Session.ThreadKey)
-				m.Session.ThreadKey = schema.NullString(r.threadKey)
-				m.Session.ID = r.threadKey
-				root := r.threadRoot
-				if root == "" {
-					root = t
-				}
-				if root == m.ID {
-					root = ""
-				}
-				m.ThreadRoot = schema.NullString(root)
-			}
-			break
+		if err := p.joinKnownThread(ctx, m, local); err != nil {
+			return err
 		}
 	}
 	if m.CorrelationID == "" {
-		for _, t := range targets {
-			r, err := p.lookup(ctx, t, local)
-			if err != nil {
-				return err
-			}
-			if r == nil || r.correlation == "" {
-				continue
-			}
-			if ev.UnverifiedSender {
-				ok, err := p.tookPart(ctx, m.Participants.From, t, local)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					p.log.Info("correlation id not inherited: the sender is not verified and did not take part in the message answered",
-						"id", m.ID, "from", m.Participants.From.ID, "parent", t)
-					continue
-				}
-			}
-			m.CorrelationID = schema.NullString(r.correlation)
-			break
+		if err := p.inheritCorrelation(ctx, m, targets, ev.UnverifiedSender, local); err != nil {
+			return err
 		}
 	}
 	if m.CorrelationID == "" && ev.ThreadCorrelation && !ev.UnverifiedSender && m.Session.ThreadKey != "" {
@@ -102,6 +60,69 @@ func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Ev
 			return err
 		}
 		m.CorrelationID = schema.NullString(c)
+	}
+	return nil
+}
+
+// joinKnownThread moves m into the thread of its parent, else of its root,
+// when the mailbox knows them (Event.JoinKnownThread); the thread key its
+// headers gave goes to metadata.extra.thread_key_from_headers.
+func (p *Pipeline) joinKnownThread(ctx context.Context, m *schema.Message, local map[string]*schema.Message) error {
+	for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
+		r, err := p.lookup(ctx, t, local)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.threadKey == "" {
+			continue
+		}
+		if r.threadKey != string(m.Session.ThreadKey) {
+			if m.Metadata.Extra.Other == nil {
+				m.Metadata.Extra.Other = map[string]any{}
+			}
+			m.Metadata.Extra.Other["thread_key_from_headers"] = string(m.Session.ThreadKey)
+			m.Session.ThreadKey = schema.NullString(r.threadKey)
+			m.Session.ID = r.threadKey
+			root := r.threadRoot
+			if root == "" {
+				root = t
+			}
+			if root == m.ID {
+				root = ""
+			}
+			m.ThreadRoot = schema.NullString(root)
+		}
+		return nil
+	}
+	return nil
+}
+
+// inheritCorrelation gives m the correlation id of the first of targets
+// (the messages it answers, edits, recalls or starts from) that carries
+// one; from an unverified sender, only of a message the sender took part
+// in.
+func (p *Pipeline) inheritCorrelation(ctx context.Context, m *schema.Message, targets []string, unverified bool, local map[string]*schema.Message) error {
+	for _, t := range targets {
+		r, err := p.lookup(ctx, t, local)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.correlation == "" {
+			continue
+		}
+		if unverified {
+			ok, err := p.tookPart(ctx, m.Participants.From, t, local)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				p.log.Info("correlation id not inherited: the sender is not verified and did not take part in the message answered",
+					"id", m.ID, "from", m.Participants.From.ID, "parent", t)
+				continue
+			}
+		}
+		m.CorrelationID = schema.NullString(r.correlation)
+		return nil
 	}
 	return nil
 }
