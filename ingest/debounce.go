@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,35 @@ type group struct {
 	name        string
 	first, last time.Time
 	msgs        []mailbox.Inbound
+}
+
+// flushStaged takes in the debounce groups staged before a restart
+// (Start) and flushes them, in name order, before the writer runs.
+func (p *Pipeline) flushStaged(ctx context.Context) error {
+	groups, bad, err := p.mb.StagedGroups()
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	for _, b := range bad {
+		p.log.Warn("staged debounce file does not parse; left in place", "file", b)
+	}
+	names := make([]string, 0, len(groups))
+	for name, msgs := range groups {
+		g := &group{name: name, msgs: msgs}
+		p.groups[name] = g
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		// Flush at once: the window of a group staged before a restart
+		// has no meaning now, and new messages must not join a group
+		// whose merged file may already be written.
+		if err := p.process(ctx, []*request{{flush: names}}); err != nil {
+			return fmt.Errorf("ingest: flush staged groups: %w", err)
+		}
+		p.log.Info("flushed debounce groups staged before the restart", "groups", len(names))
+	}
+	return nil
 }
 
 func (p *Pipeline) resetTimer(t *time.Timer) {

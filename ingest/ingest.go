@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,28 +149,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	for _, s := range st.Invalid {
 		p.log.Warn("mailbox file does not parse; left in place", "file", s)
 	}
-	groups, bad, err := p.mb.StagedGroups()
-	if err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	for _, b := range bad {
-		p.log.Warn("staged debounce file does not parse; left in place", "file", b)
-	}
-	names := make([]string, 0, len(groups))
-	for name, msgs := range groups {
-		g := &group{name: name, msgs: msgs}
-		p.groups[name] = g
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	if len(names) > 0 {
-		// Flush at once: the window of a group staged before a restart
-		// has no meaning now, and new messages must not join a group
-		// whose merged file may already be written.
-		if err := p.process(ctx, []*request{{flush: names}}); err != nil {
-			return fmt.Errorf("ingest: flush staged groups: %w", err)
-		}
-		p.log.Info("flushed debounce groups staged before the restart", "groups", len(names))
+	if err := p.flushStaged(ctx); err != nil {
+		return err
 	}
 	p.state.Store(1)
 	go p.run()
