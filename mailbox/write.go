@@ -31,30 +31,43 @@ type Inbound struct {
 // (a link, another file) fails the batch with an UnsafePathError, and no
 // checkpoint moves: the source delivers it again once the way is clear.
 func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Checkpoint) (written []bool, err error) {
+	files, rows, idx, err := mb.prepareInbound(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		if err := mb.fs.writeFiles(files); err != nil {
+			return nil, err
+		}
+	}
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return mb.recordInbound(ctx, tx, rows, cps) })
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: record batch: %w", err)
+	}
+	if len(rows) > 0 {
+		mb.signal()
+	}
 	written = make([]bool, len(msgs))
-	var files []*fileWrite
-	var rows []row
-	idx := make([]int, 0, len(msgs))
+	for _, i := range idx {
+		written[i] = true // new, or found whole at its name after a crash
+	}
+	return written, nil
+}
+
+// prepareInbound validates and encodes the messages of a batch that are
+// new (knownInbound), and returns their files to write, their index rows
+// and their places in msgs.
+func (mb *Mailbox) prepareInbound(ctx context.Context, msgs []Inbound) (files []*fileWrite, rows []row, idx []int, err error) {
+	idx = make([]int, 0, len(msgs))
 	inBatch := map[string]bool{}
 	for i, in := range msgs {
 		m := in.Message
 		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
+			return nil, nil, nil, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
 		}
-		dup := inBatch[m.ID]
-		for _, k := range append([]string{m.ID}, in.Keys...) {
-			if dup {
-				break
-			}
-			if inBatch[k] {
-				dup = true
-				break
-			}
-			seen, err := mb.Seen(ctx, k)
-			if err != nil {
-				return nil, err
-			}
-			dup = seen
+		dup, err := mb.knownInbound(ctx, in, inBatch)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		if dup {
 			continue
@@ -65,7 +78,7 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 		}
 		data, err := schema.Encode(m)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		dir := mb.Dir(BoxInbound, m.Provider)
 		name := FileName(m.Timestamp.Time, m.ID)
@@ -75,45 +88,52 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 		rows = append(rows, r)
 		idx = append(idx, i)
 	}
-	if len(files) > 0 {
-		if err := mb.fs.writeFiles(files); err != nil {
-			return nil, err
+	return files, rows, idx, nil
+}
+
+// knownInbound reports whether the message's id or one of its keys is in
+// the mailbox or earlier in the batch (inBatch).
+func (mb *Mailbox) knownInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (bool, error) {
+	if inBatch[in.Message.ID] {
+		return true, nil
+	}
+	for _, k := range append([]string{in.Message.ID}, in.Keys...) {
+		if inBatch[k] {
+			return true, nil
+		}
+		seen, err := mb.Seen(ctx, k)
+		if err != nil || seen {
+			return seen, err
 		}
 	}
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		if len(rows) > 0 {
-			in, err := newInserter(ctx, tx)
-			if err != nil {
-				return err
-			}
-			defer in.close()
-			for _, r := range rows {
-				if err := in.insert(ctx, r); err != nil {
-					return err
-				}
-			}
-			// In the index rows' transaction: what reacts to new mail
-			// finds every message the index has (events.go).
-			ids := make([]string, len(rows))
-			for i, r := range rows {
-				ids[i] = r.entry.ID
-			}
-			if err := mb.journal(ctx, tx, EventInbound, ids...); err != nil {
-				return err
-			}
-		}
-		return mb.saveCheckpoints(ctx, tx, cps)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mailbox: record batch: %w", err)
-	}
+	return false, nil
+}
+
+// recordInbound records the index rows of the messages written, their
+// keys and the checkpoints, in tx.
+func (mb *Mailbox) recordInbound(ctx context.Context, tx *sql.Tx, rows []row, cps []Checkpoint) error {
 	if len(rows) > 0 {
-		mb.signal()
+		in, err := newInserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer in.close()
+		for _, r := range rows {
+			if err := in.insert(ctx, r); err != nil {
+				return err
+			}
+		}
+		// In the index rows' transaction: what reacts to new mail
+		// finds every message the index has (events.go).
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.entry.ID
+		}
+		if err := mb.journal(ctx, tx, EventInbound, ids...); err != nil {
+			return err
+		}
 	}
-	for _, i := range idx {
-		written[i] = true // new, or found whole at its name after a crash
-	}
-	return written, nil
+	return mb.saveCheckpoints(ctx, tx, cps)
 }
 
 // sameMessage accepts a file found at a message's name as that message
