@@ -31,9 +31,22 @@ type Inbound struct {
 // (a link, another file) fails the batch with an UnsafePathError, and no
 // checkpoint moves: the source delivers it again once the way is clear.
 func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Checkpoint) (written []bool, err error) {
-	files, rows, idx, err := mb.prepareInbound(ctx, msgs)
-	if err != nil {
-		return nil, err
+	written = make([]bool, len(msgs))
+	var files []*fileWrite
+	var rows []row
+	idx := make([]int, 0, len(msgs))
+	inBatch := map[string]bool{}
+	for i, in := range msgs {
+		f, r, err := mb.prepareInbound(ctx, in, inBatch)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil {
+			continue // a duplicate
+		}
+		files = append(files, f)
+		rows = append(rows, r)
+		idx = append(idx, i)
 	}
 	if len(files) > 0 {
 		if err := mb.fs.writeFiles(files); err != nil {
@@ -47,48 +60,38 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	if len(rows) > 0 {
 		mb.signal()
 	}
-	written = make([]bool, len(msgs))
 	for _, i := range idx {
 		written[i] = true // new, or found whole at its name after a crash
 	}
 	return written, nil
 }
 
-// prepareInbound validates and encodes the messages of a batch that are
-// new (knownInbound), and returns their files to write, their index rows
-// and their places in msgs.
-func (mb *Mailbox) prepareInbound(ctx context.Context, msgs []Inbound) (files []*fileWrite, rows []row, idx []int, err error) {
-	idx = make([]int, 0, len(msgs))
-	inBatch := map[string]bool{}
-	for i, in := range msgs {
-		m := in.Message
-		if err := m.Validate(); err != nil {
-			return nil, nil, nil, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
-		}
-		dup, err := mb.knownInbound(ctx, in, inBatch)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if dup {
-			continue
-		}
-		inBatch[m.ID] = true
-		for _, k := range in.Keys {
-			inBatch[k] = true
-		}
-		data, err := schema.Encode(m)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		dir := mb.Dir(BoxInbound, m.Provider)
-		name := FileName(m.Timestamp.Time, m.ID)
-		files = append(files, &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)})
-		r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
-		r.keys = append(r.keys, in.Keys...)
-		rows = append(rows, r)
-		idx = append(idx, i)
+// prepareInbound validates a message of a batch and, unless the mailbox or
+// the batch (inBatch) already holds it (knownInbound), adds its id and keys
+// to inBatch and returns its file to write, encoded, and its index row. A
+// nil file: a duplicate.
+func (mb *Mailbox) prepareInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (*fileWrite, row, error) {
+	m := in.Message
+	if err := m.Validate(); err != nil {
+		return nil, row{}, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
 	}
-	return files, rows, idx, nil
+	dup, err := mb.knownInbound(ctx, in, inBatch)
+	if err != nil || dup {
+		return nil, row{}, err
+	}
+	inBatch[m.ID] = true
+	for _, k := range in.Keys {
+		inBatch[k] = true
+	}
+	data, err := schema.Encode(m)
+	if err != nil {
+		return nil, row{}, err
+	}
+	dir := mb.Dir(BoxInbound, m.Provider)
+	name := FileName(m.Timestamp.Time, m.ID)
+	r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
+	r.keys = append(r.keys, in.Keys...)
+	return &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)}, r, nil
 }
 
 // knownInbound reports whether the message's id or one of its keys is in
