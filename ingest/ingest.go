@@ -31,29 +31,17 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
-	"github.com/monoco/courier/threading"
 )
-
-// Debounce configures merging of IM messages. A zero Window turns it off.
-type Debounce struct {
-	Window  time.Duration // quiet time that closes a group (default 5 s)
-	MaxWait time.Duration // a group is flushed at most this long after its first message (default 30 s)
-}
 
 // Options of a Pipeline. The zero value means defaults.
 type Options struct {
@@ -121,12 +109,6 @@ type request struct {
 	done   chan error
 }
 
-type group struct {
-	name        string
-	first, last time.Time
-	msgs        []mailbox.Inbound
-}
-
 // New returns a pipeline writing to mb. It does no I/O; call Start.
 func New(mb *mailbox.Mailbox, opts *Options) *Pipeline {
 	var o Options
@@ -167,28 +149,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	for _, s := range st.Invalid {
 		p.log.Warn("mailbox file does not parse; left in place", "file", s)
 	}
-	groups, bad, err := p.mb.StagedGroups()
-	if err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	for _, b := range bad {
-		p.log.Warn("staged debounce file does not parse; left in place", "file", b)
-	}
-	names := make([]string, 0, len(groups))
-	for name, msgs := range groups {
-		g := &group{name: name, msgs: msgs}
-		p.groups[name] = g
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	if len(names) > 0 {
-		// Flush at once: the window of a group staged before a restart
-		// has no meaning now, and new messages must not join a group
-		// whose merged file may already be written.
-		if err := p.process(ctx, []*request{{flush: names}}); err != nil {
-			return fmt.Errorf("ingest: flush staged groups: %w", err)
-		}
-		p.log.Info("flushed debounce groups staged before the restart", "groups", len(names))
+	if err := p.flushStaged(ctx); err != nil {
+		return err
 	}
 	p.state.Store(1)
 	go p.run()
@@ -348,40 +310,6 @@ func (p *Pipeline) run() {
 	}
 }
 
-func (p *Pipeline) resetTimer(t *time.Timer) {
-	next := time.Hour
-	now := p.opts.Now()
-	for _, g := range p.groups {
-		if d := p.deadline(g).Sub(now); d < next {
-			next = d
-		}
-	}
-	if next < time.Millisecond {
-		next = time.Millisecond
-	}
-	t.Reset(next)
-}
-
-func (p *Pipeline) deadline(g *group) time.Time {
-	d := g.last.Add(p.opts.Debounce.Window)
-	if m := g.first.Add(p.opts.Debounce.MaxWait); m.Before(d) {
-		d = m
-	}
-	return d
-}
-
-func (p *Pipeline) dueGroups() []string {
-	now := p.opts.Now()
-	var due []string
-	for name, g := range p.groups {
-		if !now.Before(p.deadline(g)) {
-			due = append(due, name)
-		}
-	}
-	sort.Strings(due)
-	return due
-}
-
 // batchWork is what process gathers from one batch of requests.
 type batchWork struct {
 	start, now time.Time
@@ -474,82 +402,6 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 	return nil
 }
 
-// dedupeKeys are the keys a message is known by: its id, the event's
-// dedupe keys and its provider event id.
-func dedupeKeys(m *schema.Message, evKeys []string) []string {
-	keys := append([]string{m.ID}, evKeys...)
-	if e := m.Metadata.Extra.EventID; e != "" {
-		keys = append(keys, mailbox.EventKey(m.Provider, e))
-	}
-	return keys
-}
-
-// debounce puts a message in its group, opening the group (its window
-// starts now) or extending it.
-func (p *Pipeline) debounce(w *batchWork, in mailbox.Inbound) {
-	name := groupName(in.Message)
-	w.stage[name] = append(w.stage[name], in)
-	g := p.groups[name]
-	if g == nil {
-		g = &group{name: name, first: w.now}
-		p.groups[name] = g
-	}
-	g.last = w.now
-}
-
-// stageGroups makes the batch's debounced messages durable in their
-// groups' staging files, in group name order, and adds them to the groups.
-func (p *Pipeline) stageGroups(w *batchWork) error {
-	names := make([]string, 0, len(w.stage))
-	for name := range w.stage {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		msgs := w.stage[name]
-		if err := p.mb.Stage(name, p.seq, msgs); err != nil {
-			// Undo the in-memory side; the source will redeliver.
-			p.forgetStaged(name)
-			return err
-		}
-		p.seq += uint64(len(msgs))
-		g := p.groups[name]
-		g.msgs = append(g.msgs, msgs...)
-		for _, in := range msgs {
-			p.staged[in.Message.ID] = true
-			for _, k := range in.Keys {
-				p.staged[k] = true
-			}
-		}
-	}
-	return nil
-}
-
-// mergeFlushed merges each group to flush (every group when the batch
-// flushes all) into one message to write, and returns the groups merged.
-func (p *Pipeline) mergeFlushed(w *batchWork) []string {
-	flush := w.flush
-	if w.flushAll {
-		flush = flush[:0]
-		for name := range p.groups {
-			flush = append(flush, name)
-		}
-		sort.Strings(flush)
-	}
-	var flushed []string
-	for _, name := range dedupeStrings(flush) {
-		g := p.groups[name]
-		if g == nil || len(g.msgs) == 0 {
-			delete(p.groups, name)
-			continue
-		}
-		merged, keys := p.merge(g.msgs)
-		w.direct = append(w.direct, mailbox.Inbound{Message: merged, Keys: keys})
-		flushed = append(flushed, name)
-	}
-	return flushed
-}
-
 // write writes the round's messages and checkpoints to the mailbox, in one
 // transaction, and counts what was written and what was a duplicate.
 func (p *Pipeline) write(ctx context.Context, w *batchWork) error {
@@ -574,324 +426,4 @@ func (p *Pipeline) write(ctx context.Context, w *batchWork) error {
 		}
 	}
 	return nil
-}
-
-// forgetFlushed drops the groups whose merged message is written: from
-// memory, from the staged keys and from the staging area.
-func (p *Pipeline) forgetFlushed(flushed []string) {
-	for _, name := range flushed {
-		g := p.groups[name]
-		delete(p.groups, name)
-		for _, in := range g.msgs {
-			delete(p.staged, in.Message.ID)
-			for _, k := range in.Keys {
-				delete(p.staged, k)
-			}
-		}
-		if err := p.mb.Unstage(name); err != nil {
-			// Harmless: the staged copies are duplicates now and will be
-			// dropped when they are found again.
-			p.log.Warn("could not remove a flushed debounce group", "group", name, "err", err)
-		}
-	}
-}
-
-// flushDue asks the writer to flush the groups that are due, and waits.
-func (p *Pipeline) flushDue(ctx context.Context) error {
-	return p.call(ctx, &request{due: true, done: make(chan error, 1)})
-}
-
-func (p *Pipeline) forgetStaged(name string) {
-	g := p.groups[name]
-	if g != nil && len(g.msgs) == 0 {
-		delete(p.groups, name)
-	}
-}
-
-func (p *Pipeline) isSelf(m *schema.Message) bool {
-	for _, id := range p.opts.Self[m.Provider] {
-		if id != "" && (m.Participants.From.ID == id || m.Participants.From.PlatformID == id) {
-			return true
-		}
-	}
-	return false
-}
-
-// seen reports whether any key is in the mailbox, the staging area or this
-// batch.
-func (p *Pipeline) seen(ctx context.Context, keys []string, local map[string]*schema.Message) (bool, error) {
-	for _, k := range keys {
-		if local[k] != nil || p.staged[k] {
-			return true, nil
-		}
-		ok, err := p.mb.Seen(ctx, k)
-		if err != nil || ok {
-			return ok, err
-		}
-	}
-	return false, nil
-}
-
-// related is what enrichment knows of a message m points at.
-type related struct {
-	threadKey, threadRoot, sessionID, correlation string
-}
-
-// lookup finds a message by id or dedupe key, in this batch or the mailbox.
-func (p *Pipeline) lookup(ctx context.Context, key string, local map[string]*schema.Message) (*related, error) {
-	if key == "" {
-		return nil, nil
-	}
-	if m := local[key]; m != nil {
-		return &related{threadKey: string(m.Session.ThreadKey), threadRoot: string(m.ThreadRoot), sessionID: m.Session.ID,
-			correlation: string(m.CorrelationID)}, nil
-	}
-	id, ok, err := p.mb.Lookup(ctx, key)
-	if err != nil || !ok {
-		return nil, err
-	}
-	e, err := p.mb.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, mailbox.ErrNotFound) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return &related{threadKey: e.Session.ThreadKey, threadRoot: e.ThreadRoot, sessionID: e.Session.ID, correlation: e.CorrelationID}, nil
-}
-
-// enrich applies thread and correlation inheritance.
-func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Event, local map[string]*schema.Message) error {
-	targets := []string{string(m.ReplyTo), m.Metadata.Extra.Edits, m.Metadata.Extra.Recalls, string(m.ThreadRoot)}
-	if ev.JoinKnownThread {
-		// Join the thread of the parent, else of the root, when the
-		// mailbox knows them (Event.JoinKnownThread).
-		for _, t := range []string{string(m.ReplyTo), string(m.ThreadRoot)} {
-			r, err := p.lookup(ctx, t, local)
-			if err != nil {
-				return err
-			}
-			if r == nil || r.threadKey == "" {
-				continue
-			}
-			if r.threadKey != string(m.Session.ThreadKey) {
-				if m.Metadata.Extra.Other == nil {
-					m.Metadata.Extra.Other = map[string]any{}
-				}
-				m.Metadata.Extra.Other["thread_key_from_headers"] = string(m.Session.ThreadKey)
-				m.Session.ThreadKey = schema.NullString(r.threadKey)
-				m.Session.ID = r.threadKey
-				root := r.threadRoot
-				if root == "" {
-					root = t
-				}
-				if root == m.ID {
-					root = ""
-				}
-				m.ThreadRoot = schema.NullString(root)
-			}
-			break
-		}
-	}
-	if m.CorrelationID == "" {
-		for _, t := range targets {
-			r, err := p.lookup(ctx, t, local)
-			if err != nil {
-				return err
-			}
-			if r == nil || r.correlation == "" {
-				continue
-			}
-			if ev.UnverifiedSender {
-				ok, err := p.tookPart(ctx, m.Participants.From, t, local)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					p.log.Info("correlation id not inherited: the sender is not verified and did not take part in the message answered",
-						"id", m.ID, "from", m.Participants.From.ID, "parent", t)
-					continue
-				}
-			}
-			m.CorrelationID = schema.NullString(r.correlation)
-			break
-		}
-	}
-	if m.CorrelationID == "" && ev.ThreadCorrelation && !ev.UnverifiedSender && m.Session.ThreadKey != "" {
-		c, err := p.threadCorrelation(ctx, m, local)
-		if err != nil {
-			return err
-		}
-		m.CorrelationID = schema.NullString(c)
-	}
-	return nil
-}
-
-// threadCorrelation returns the correlation id of the latest message or
-// draft of m's session and thread that carries one (Event.ThreadCorrelation),
-// in this batch or the mailbox; "" if none does.
-func (p *Pipeline) threadCorrelation(ctx context.Context, m *schema.Message, local map[string]*schema.Message) (string, error) {
-	var c string
-	var at time.Time
-	err := p.mb.Thread(ctx, string(m.Session.ThreadKey), func(e *mailbox.Entry) error {
-		if e.Session.ID == m.Session.ID && e.Session.ThreadKey == string(m.Session.ThreadKey) && e.CorrelationID != "" && e.ID != m.ID && !e.Timestamp.Before(at) {
-			c, at = e.CorrelationID, e.Timestamp
-		}
-		return nil
-	})
-	for _, o := range local {
-		if o != m && o.Session.ID == m.Session.ID && o.Session.ThreadKey == m.Session.ThreadKey && o.CorrelationID != "" && !o.Timestamp.Time.Before(at) {
-			c, at = string(o.CorrelationID), o.Timestamp.Time
-		}
-	}
-	return c, err
-}
-
-// tookPart reports whether sender is among the participants of the message
-// or draft key names: its From, To, Cc or Bcc. Participants are compared
-// by id and email address, in threading's normal form.
-func (p *Pipeline) tookPart(ctx context.Context, sender schema.Participant, key string, local map[string]*schema.Message) (bool, error) {
-	own := map[string]bool{}
-	for _, s := range []string{sender.ID, sender.Email} {
-		if n := threading.NormalizeAddress(s); n != "" {
-			own[n] = true
-		}
-	}
-	if len(own) == 0 {
-		return false, nil
-	}
-	in := func(ids ...string) bool {
-		for _, s := range ids {
-			if own[threading.NormalizeAddress(s)] {
-				return true
-			}
-		}
-		return false
-	}
-	inParticipants := func(ps schema.Participants) bool {
-		all := append([]schema.Participant{ps.From}, ps.To...)
-		all = append(append(all, ps.Cc...), ps.Bcc...)
-		for _, x := range all {
-			if in(x.ID, x.Email) {
-				return true
-			}
-		}
-		return false
-	}
-	if m := local[key]; m != nil {
-		return inParticipants(m.Participants), nil
-	}
-	id, ok, err := p.mb.Lookup(ctx, key)
-	if err != nil || !ok {
-		return false, err
-	}
-	e, err := p.mb.Get(ctx, id)
-	if err != nil {
-		return false, ignoreNotFound(err)
-	}
-	// A file that is gone or does not parse counts as one the sender did
-	// not take part in: failing would stop ingestion behind it for good.
-	if e.Direction == schema.Outbound {
-		d, _, err := p.mb.Draft(ctx, id)
-		if err != nil {
-			p.log.Warn("cannot read the draft answered; its correlation id is not inherited", "id", id, "err", err)
-			return false, nil
-		}
-		return in(d.Recipients()...), nil
-	}
-	pm, _, err := p.mb.Message(ctx, id)
-	if err != nil {
-		p.log.Warn("cannot read the message answered; its correlation id is not inherited", "id", id, "err", err)
-		return false, nil
-	}
-	return inParticipants(pm.Participants), nil
-}
-
-// ignoreNotFound makes a message that is gone (between the index and its
-// lookup) count as one the sender did not take part in.
-func ignoreNotFound(err error) error {
-	if errors.Is(err, mailbox.ErrNotFound) {
-		return nil
-	}
-	return err
-}
-
-// groupName is the staging name of a message's debounce group: provider,
-// session, thread and sender.
-func groupName(m *schema.Message) string {
-	key := strings.Join([]string{string(m.Provider), m.Session.ID, string(m.Session.ThreadKey), m.Participants.From.ID}, "\x00")
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:12])
-}
-
-// merge makes one message of a debounce group: the first message's identity
-// and time, the contents joined in order, artifacts and mentions gathered.
-func (p *Pipeline) merge(msgs []mailbox.Inbound) (*schema.Message, []string) {
-	first := *msgs[0].Message
-	if len(msgs) == 1 {
-		return &first, msgs[0].Keys
-	}
-	m := first
-	m.Artifacts = nil
-	m.Participants.Mentions = nil
-	var texts, mds, bodies []string
-	var keys, ids []string
-	typ := first.Type
-	runes := 0
-	for i, in := range msgs {
-		x := in.Message
-		ids = append(ids, x.ID)
-		keys = append(keys, in.Keys...)
-		if i > 0 {
-			keys = append(keys, x.ID)
-		}
-		text := string(x.Content.Text)
-		for _, mn := range x.Participants.Mentions {
-			if mn.Offset != nil {
-				o := *mn.Offset + runes
-				mn.Offset = &o
-			}
-			m.Participants.Mentions = append(m.Participants.Mentions, mn)
-		}
-		if text != "" {
-			texts = append(texts, text)
-			runes += utf8.RuneCountInString(text) + 1
-		}
-		if x.Content.Markdown != "" {
-			mds = append(mds, string(x.Content.Markdown))
-		}
-		if b := strings.TrimRight(x.Body, "\n"); b != "" {
-			bodies = append(bodies, b)
-		}
-		m.Artifacts = append(m.Artifacts, x.Artifacts...)
-		if x.Type != typ {
-			typ = schema.TypeMixed
-		}
-		if e := x.Metadata.Extra.EventID; e != "" && i > 0 {
-			keys = append(keys, mailbox.EventKey(x.Provider, e))
-		}
-		if m.CorrelationID == "" {
-			m.CorrelationID = x.CorrelationID
-		}
-	}
-	m.Type = typ
-	m.Content.Text = schema.NullString(strings.Join(texts, "\n"))
-	m.Content.Markdown = schema.NullString(strings.Join(mds, "\n\n"))
-	m.Body = strings.Join(bodies, "\n\n") + "\n"
-	m.ReceivedAt = msgs[len(msgs)-1].Message.ReceivedAt
-	m.Metadata.Extra.MergedIDs = ids
-	p.counter(m.Provider).merged.Add(uint64(len(msgs) - 1))
-	return &m, dedupeStrings(keys)
-}
-
-func dedupeStrings(in []string) []string {
-	seen := map[string]bool{}
-	out := in[:0:0]
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -202,10 +202,45 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 	}
 	st.Invalid = append(st.Invalid, skipped...)
 	st.Files = len(files)
+	best, stale := pickCopies(files)
+	indexed, hadIndex, err := mb.indexedPaths(ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	todo, gone := scanWork(best, indexed, full)
+	now := mb.now().UnixNano()
+	journaled := 0
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if err := dropRows(ctx, tx, full, gone); err != nil {
+			return err
+		}
+		n, err := mb.indexFiles(ctx, tx, todo, indexed, hadIndex, st)
+		if err != nil {
+			return err
+		}
+		journaled = n
+		return settleClaims(ctx, tx, now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: reindex: %w", err)
+	}
+	st.Removed = len(gone)
+	if journaled > 0 {
+		mb.signal()
+	}
+	// The winning copies are durable and indexed: the stale ones can go.
+	st.Removed += mb.removeStale(stale, best)
+	if !full {
+		mb.cleanTmp(time.Hour)
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
 
-	// Pick one copy per id.
-	best := map[string]found{}
-	var stale []found
+// pickCopies picks one copy per id, the one in the box ranked highest
+// (boxRank); the others are stale.
+func pickCopies(files []found) (best map[string]found, stale []found) {
+	best = map[string]found{}
 	for _, f := range files {
 		cur, ok := best[f.id]
 		switch {
@@ -218,46 +253,51 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			stale = append(stale, f)
 		}
 	}
+	return best, stale
+}
 
-	// id -> rel path in the index now. A full rebuild reads it too, to
-	// journal what a crash left unindexed (events.go), but only for the
-	// rows of inbound/ and outbound/ (not the archive, the bulk of an old
-	// mailbox), with hadIndex saying whether there was an index at all.
-	indexed := map[string]string{}
-	hadIndex := !full
+// indexedPaths returns id -> rel path in the index now. A full rebuild
+// reads it too, to journal what a crash left unindexed (events.go), but
+// only for the rows of inbound/ and outbound/ (not the archive, the bulk
+// of an old mailbox), with hadIndex saying whether there was an index at
+// all.
+func (mb *Mailbox) indexedPaths(ctx context.Context, full bool) (indexed map[string]string, hadIndex bool, err error) {
+	indexed = map[string]string{}
+	hadIndex = !full
 	if full {
 		if err := mb.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages)`).Scan(&hadIndex); err != nil {
-			return nil, dbError(err)
+			return nil, false, dbError(err)
 		}
 	}
-	{
-		q := `SELECT id, path FROM messages`
-		if full {
-			q += ` WHERE box IN ('inbound', 'outbound')`
-		}
-		rows, err := mb.db.QueryContext(ctx, q)
-		if err != nil {
-			return nil, dbError(err)
-		}
-		for rows.Next() {
-			var id, p string
-			if err := rows.Scan(&id, &p); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			indexed[id] = p
-		}
-		rows.Close()
+	q := `SELECT id, path FROM messages`
+	if full {
+		q += ` WHERE box IN ('inbound', 'outbound')`
 	}
-	var todo []found
+	rows, err := mb.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, false, dbError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, p string
+		if err := rows.Scan(&id, &p); err != nil {
+			return nil, false, err
+		}
+		indexed[id] = p
+	}
+	return indexed, hadIndex, nil
+}
+
+// scanWork returns the files to index, in path order (all of them in a
+// full rebuild, else those the index lacks or has elsewhere), and the ids
+// whose file is gone (a full rebuild drops every row anyway).
+func scanWork(best map[string]found, indexed map[string]string, full bool) (todo []found, gone []string) {
 	for _, f := range best {
 		if full || indexed[f.id] != f.rel {
 			todo = append(todo, f)
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].rel < todo[j].rel })
-
-	var gone []string
 	if !full {
 		for id := range indexed {
 			if _, ok := best[id]; !ok {
@@ -265,91 +305,100 @@ func (mb *Mailbox) scan(ctx context.Context, full bool) (*ScanStats, error) {
 			}
 		}
 	}
-	now := mb.now().UnixNano()
-	journaled := 0
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		if full {
-			for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`} {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-		}
-		for _, id := range gone {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, id); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE id = ?`, id); err != nil {
+	return todo, gone
+}
+
+// dropRows deletes the index rows and keys of every message (a full
+// rebuild) or of those whose file is gone.
+func dropRows(ctx context.Context, tx *sql.Tx, full bool, gone []string) error {
+	if full {
+		for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}
 		}
-		in, err := newInserter(ctx, tx)
-		if err != nil {
+	}
+	for _, id := range gone {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, id); err != nil {
 			return err
 		}
-		defer in.close()
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		for p := range mb.parseFiles(pctx, todo) {
-			if p.err != nil {
-				st.Invalid = append(st.Invalid, p.f.rel+": "+strings.ReplaceAll(p.err.Error(), "\n", "; "))
-				continue
-			}
-			if err := in.insert(ctx, p.row); err != nil {
-				return err
-			}
-			if k, ok := mb.missedEvent(p.row, indexed, hadIndex); ok {
-				if err := mb.journal(ctx, tx, k, p.row.entry.ID); err != nil {
-					return err
-				}
-				journaled++
-			}
-			if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
-				// The file records why it was set aside.
-				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
-					VALUES (?, 'dead', '', ?, ?, ?)`, p.row.entry.ID, f.Attempts, f.Reason, nanos(f.FailedAt.Time)); err != nil {
-					return err
-				}
-			}
-			st.Indexed++
+		if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE id = ?`, id); err != nil {
+			return err
 		}
-		// Claims follow the files: done and dead come from where the file
-		// is; claims of messages no longer in the mailbox go.
-		stmts := []string{
-			`DELETE FROM claims WHERE id NOT IN (SELECT id FROM messages)`,
-			`UPDATE claims SET status = 'done', updated_at = ?1 WHERE status != 'done' AND id IN (SELECT id FROM messages WHERE box = 'archive' AND direction = 'inbound')`,
-			`UPDATE claims SET status = 'dead', updated_at = ?1 WHERE status != 'dead' AND id IN (SELECT id FROM messages WHERE box = '.deadletter' AND direction = 'inbound')`,
-			`DELETE FROM deliveries WHERE id NOT IN (SELECT id FROM messages WHERE box = 'outbound')`,
-		}
-		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q, now); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)`, fmt.Sprint(dbVersion))
-		return err
-	})
+	}
+	return nil
+}
+
+// indexFiles parses the files of todo, in parallel, and inserts their
+// rows: a file that does not parse goes to st.Invalid, a row that records
+// an event the journal missed is journaled (missedEvent), and a dead
+// letter's file gives its claim. It returns the events journaled.
+func (mb *Mailbox) indexFiles(ctx context.Context, tx *sql.Tx, todo []found, indexed map[string]string, hadIndex bool, st *ScanStats) (journaled int, err error) {
+	in, err := newInserter(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("mailbox: reindex: %w", err)
+		return 0, err
 	}
-	st.Removed = len(gone)
-	if journaled > 0 {
-		mb.signal()
+	defer in.close()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for p := range mb.parseFiles(pctx, todo) {
+		if p.err != nil {
+			st.Invalid = append(st.Invalid, p.f.rel+": "+strings.ReplaceAll(p.err.Error(), "\n", "; "))
+			continue
+		}
+		if err := in.insert(ctx, p.row); err != nil {
+			return 0, err
+		}
+		if k, ok := mb.missedEvent(p.row, indexed, hadIndex); ok {
+			if err := mb.journal(ctx, tx, k, p.row.entry.ID); err != nil {
+				return 0, err
+			}
+			journaled++
+		}
+		if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
+			// The file records why it was set aside.
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
+					VALUES (?, 'dead', '', ?, ?, ?)`, p.row.entry.ID, f.Attempts, f.Reason, nanos(f.FailedAt.Time)); err != nil {
+				return 0, err
+			}
+		}
+		st.Indexed++
 	}
-	// The winning copies are durable and indexed: the stale ones can go.
+	return journaled, nil
+}
+
+// settleClaims makes the claims follow the files: done and dead come from
+// where the file is; claims of messages no longer in the mailbox go, and
+// so do the deliveries of drafts no longer queued. It records the index's
+// version.
+func settleClaims(ctx context.Context, tx *sql.Tx, now int64) error {
+	stmts := []string{
+		`DELETE FROM claims WHERE id NOT IN (SELECT id FROM messages)`,
+		`UPDATE claims SET status = 'done', updated_at = ?1 WHERE status != 'done' AND id IN (SELECT id FROM messages WHERE box = 'archive' AND direction = 'inbound')`,
+		`UPDATE claims SET status = 'dead', updated_at = ?1 WHERE status != 'dead' AND id IN (SELECT id FROM messages WHERE box = '.deadletter' AND direction = 'inbound')`,
+		`DELETE FROM deliveries WHERE id NOT IN (SELECT id FROM messages WHERE box = 'outbound')`,
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q, now); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)`, fmt.Sprint(dbVersion))
+	return err
+}
+
+// removeStale deletes the stale copies, and returns how many it removed.
+func (mb *Mailbox) removeStale(stale []found, best map[string]found) int {
+	n := 0
 	for _, f := range stale {
 		if err := mb.fs.remove(f.path); err != nil {
 			mb.log.Warn("could not remove a stale copy", "path", f.rel, "err", err)
 			continue
 		}
 		mb.log.Info("removed a stale copy left by an interrupted move", "path", f.rel, "kept", best[f.id].rel)
-		st.Removed++
+		n++
 	}
-	if !full {
-		mb.cleanTmp(time.Hour)
-	}
-	st.Duration = time.Since(start)
-	return st, nil
+	return n
 }
 
 // missedEvent says whether a row a scan indexes records an event the

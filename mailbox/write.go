@@ -37,41 +37,14 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	idx := make([]int, 0, len(msgs))
 	inBatch := map[string]bool{}
 	for i, in := range msgs {
-		m := in.Message
-		if err := m.Validate(); err != nil {
-			return nil, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
-		}
-		dup := inBatch[m.ID]
-		for _, k := range append([]string{m.ID}, in.Keys...) {
-			if dup {
-				break
-			}
-			if inBatch[k] {
-				dup = true
-				break
-			}
-			seen, err := mb.Seen(ctx, k)
-			if err != nil {
-				return nil, err
-			}
-			dup = seen
-		}
-		if dup {
-			continue
-		}
-		inBatch[m.ID] = true
-		for _, k := range in.Keys {
-			inBatch[k] = true
-		}
-		data, err := schema.Encode(m)
+		f, r, err := mb.prepareInbound(ctx, in, inBatch)
 		if err != nil {
 			return nil, err
 		}
-		dir := mb.Dir(BoxInbound, m.Provider)
-		name := FileName(m.Timestamp.Time, m.ID)
-		files = append(files, &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)})
-		r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
-		r.keys = append(r.keys, in.Keys...)
+		if f == nil {
+			continue // a duplicate
+		}
+		files = append(files, f)
 		rows = append(rows, r)
 		idx = append(idx, i)
 	}
@@ -80,30 +53,7 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 			return nil, err
 		}
 	}
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		if len(rows) > 0 {
-			in, err := newInserter(ctx, tx)
-			if err != nil {
-				return err
-			}
-			defer in.close()
-			for _, r := range rows {
-				if err := in.insert(ctx, r); err != nil {
-					return err
-				}
-			}
-			// In the index rows' transaction: what reacts to new mail
-			// finds every message the index has (events.go).
-			ids := make([]string, len(rows))
-			for i, r := range rows {
-				ids[i] = r.entry.ID
-			}
-			if err := mb.journal(ctx, tx, EventInbound, ids...); err != nil {
-				return err
-			}
-		}
-		return mb.saveCheckpoints(ctx, tx, cps)
-	})
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return mb.recordInbound(ctx, tx, rows, cps) })
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: record batch: %w", err)
 	}
@@ -114,6 +64,79 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 		written[i] = true // new, or found whole at its name after a crash
 	}
 	return written, nil
+}
+
+// prepareInbound validates a message of a batch and, unless the mailbox or
+// the batch (inBatch) already holds it (knownInbound), adds its id and keys
+// to inBatch and returns its file to write, encoded, and its index row. A
+// nil file: a duplicate.
+func (mb *Mailbox) prepareInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (*fileWrite, row, error) {
+	m := in.Message
+	if err := m.Validate(); err != nil {
+		return nil, row{}, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
+	}
+	dup, err := mb.knownInbound(ctx, in, inBatch)
+	if err != nil || dup {
+		return nil, row{}, err
+	}
+	inBatch[m.ID] = true
+	for _, k := range in.Keys {
+		inBatch[k] = true
+	}
+	data, err := schema.Encode(m)
+	if err != nil {
+		return nil, row{}, err
+	}
+	dir := mb.Dir(BoxInbound, m.Provider)
+	name := FileName(m.Timestamp.Time, m.ID)
+	r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
+	r.keys = append(r.keys, in.Keys...)
+	return &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)}, r, nil
+}
+
+// knownInbound reports whether the message's id or one of its keys is in
+// the mailbox or earlier in the batch (inBatch).
+func (mb *Mailbox) knownInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (bool, error) {
+	if inBatch[in.Message.ID] {
+		return true, nil
+	}
+	for _, k := range append([]string{in.Message.ID}, in.Keys...) {
+		if inBatch[k] {
+			return true, nil
+		}
+		seen, err := mb.Seen(ctx, k)
+		if err != nil || seen {
+			return seen, err
+		}
+	}
+	return false, nil
+}
+
+// recordInbound records the index rows of the messages written, their
+// keys and the checkpoints, in tx.
+func (mb *Mailbox) recordInbound(ctx context.Context, tx *sql.Tx, rows []row, cps []Checkpoint) error {
+	if len(rows) > 0 {
+		in, err := newInserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer in.close()
+		for _, r := range rows {
+			if err := in.insert(ctx, r); err != nil {
+				return err
+			}
+		}
+		// In the index rows' transaction: what reacts to new mail
+		// finds every message the index has (events.go).
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.entry.ID
+		}
+		if err := mb.journal(ctx, tx, EventInbound, ids...); err != nil {
+			return err
+		}
+	}
+	return mb.saveCheckpoints(ctx, tx, cps)
 }
 
 // sameMessage accepts a file found at a message's name as that message

@@ -387,73 +387,96 @@ func (r *Runner) fanOut(ctx context.Context) error {
 		if err != nil || len(evs) == 0 {
 			return err
 		}
-		facts := map[int64]*facts{}
-		type add struct {
-			h  *hookState
-			it *item
-		}
-		var adds []add
-		cursors := map[*hookState]int64{}
 		now := r.now()
-		for _, h := range r.hooks {
-			n := len(h.items)
-			for _, ev := range evs {
-				if ev.Seq <= h.cursor {
-					continue
-				}
-				if n >= h.MaxQueue {
-					if !h.full {
-						h.full = true
-						r.log.Warn("notify: the hook's queue is full (max_queue); later events wait in the journal until it drains", "hook", h.Name, "max_queue", h.MaxQueue)
-					}
-					break
-				}
-				f := facts[ev.Seq]
-				if f == nil {
-					var err error
-					if f, err = r.factsOf(ctx, ev); err != nil {
-						return err // nothing moved: this batch is read again
-					}
-					facts[ev.Seq] = f
-				}
-				cursors[h] = ev.Seq
-				if f.missing || !h.wants(ev.Kind, f) {
-					continue
-				}
-				adds = append(adds, add{h, &item{seq: ev.Seq, kind: ev.Kind, id: ev.ID, lane: f.lane, queuedAt: now}})
-				n++
-			}
+		adds, cursors, err := r.route(ctx, evs, now)
+		if err != nil {
+			return err // nothing moved: this batch is read again
 		}
 		if len(cursors) == 0 {
 			return nil
 		}
-		err = withTx(ctx, r.mb.DB(), func(tx *sql.Tx) error {
-			for _, a := range adds {
-				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO notify_queue (hook, seq, kind, id, lane, queued_at) VALUES (?, ?, ?, ?, ?, ?)`,
-					a.h.Name, a.it.seq, string(a.it.kind), a.it.id, a.it.lane, now.UnixNano()); err != nil {
-					return err
-				}
-			}
-			for h, seq := range cursors {
-				if _, err := tx.ExecContext(ctx, `UPDATE notify_cursors SET seq = ? WHERE hook = ?`, seq, h.Name); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := r.enqueue(ctx, adds, cursors, now); err != nil {
 			return err
-		}
-		for _, a := range adds {
-			a.h.items = append(a.h.items, a.it)
-		}
-		for h, seq := range cursors {
-			h.cursor = seq
 		}
 		if len(evs) < 256 {
 			return nil
 		}
 	}
+}
+
+// hookItem is an item for a hook's queue.
+type hookItem struct {
+	h  *hookState
+	it *item
+}
+
+// route takes each hook through the events past its cursor, up to its
+// max_queue: the events it wants become items for its queue, and its
+// cursor moves past each event it took through. The facts of an event are
+// read once for every hook. It returns the items and the new cursors.
+func (r *Runner) route(ctx context.Context, evs []mailbox.Event, now time.Time) ([]hookItem, map[*hookState]int64, error) {
+	facts := map[int64]*facts{}
+	var adds []hookItem
+	cursors := map[*hookState]int64{}
+	for _, h := range r.hooks {
+		n := len(h.items)
+		for _, ev := range evs {
+			if ev.Seq <= h.cursor {
+				continue
+			}
+			if n >= h.MaxQueue {
+				if !h.full {
+					h.full = true
+					r.log.Warn("notify: the hook's queue is full (max_queue); later events wait in the journal until it drains", "hook", h.Name, "max_queue", h.MaxQueue)
+				}
+				break
+			}
+			f := facts[ev.Seq]
+			if f == nil {
+				var err error
+				if f, err = r.factsOf(ctx, ev); err != nil {
+					return nil, nil, err
+				}
+				facts[ev.Seq] = f
+			}
+			cursors[h] = ev.Seq
+			if f.missing || !h.wants(ev.Kind, f) {
+				continue
+			}
+			adds = append(adds, hookItem{h, &item{seq: ev.Seq, kind: ev.Kind, id: ev.ID, lane: f.lane, queuedAt: now}})
+			n++
+		}
+	}
+	return adds, cursors, nil
+}
+
+// enqueue records the items in the hooks' queues and their new cursors in
+// one transaction, then in memory.
+func (r *Runner) enqueue(ctx context.Context, adds []hookItem, cursors map[*hookState]int64, now time.Time) error {
+	err := withTx(ctx, r.mb.DB(), func(tx *sql.Tx) error {
+		for _, a := range adds {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO notify_queue (hook, seq, kind, id, lane, queued_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				a.h.Name, a.it.seq, string(a.it.kind), a.it.id, a.it.lane, now.UnixNano()); err != nil {
+				return err
+			}
+		}
+		for h, seq := range cursors {
+			if _, err := tx.ExecContext(ctx, `UPDATE notify_cursors SET seq = ? WHERE hook = ?`, seq, h.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, a := range adds {
+		a.h.items = append(a.h.items, a.it)
+	}
+	for h, seq := range cursors {
+		h.cursor = seq
+	}
+	return nil
 }
 
 func withTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {

@@ -477,34 +477,8 @@ func (e *Engine) dispatch(ctx context.Context) {
 func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	ctx := context.Background()
 	log := e.log.With("id", due.ID, "provider", due.Provider, "attempt", attempts)
-	data, err := e.mb.ReadPath(due.Path)
-	if errors.Is(err, mailbox.ErrUnsafePath) {
-		// Replaced by a link (to a secret, say) since it was queued: set
-		// aside as it is, unread, never retried.
-		e.setAside(ctx, e.mb.Abs(due.Path), "the queued draft cannot be read: "+oneLine(err.Error()))
-		e.observeFail(due.Provider, true)
-		return
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		log.Warn("outbound: queued draft was removed before it was sent")
-		if err := e.mb.Forget(ctx, due.ID); err != nil {
-			log.Error("outbound: cannot forget a vanished draft", "err", err)
-		}
-		return
-	}
-	if err != nil {
-		e.retry(ctx, log, due, attempts, nil, err)
-		return
-	}
-	d, _, err := schema.DecodeDraft(data)
-	switch {
-	case err != nil:
-		e.setAside(ctx, e.mb.Abs(due.Path), "the queued draft is no longer valid: "+oneLine(err.Error()))
-		e.observeFail(due.Provider, true)
-		return
-	case d.ID != due.ID || d.Provider != due.Provider:
-		e.setAside(ctx, e.mb.Abs(due.Path), fmt.Sprintf("the queued draft was edited: it now says id %q provider %q", d.ID, d.Provider))
-		e.observeFail(due.Provider, true)
+	d := e.readQueued(ctx, log, due, attempts)
+	if d == nil {
 		return
 	}
 	if at := d.Options.ScheduleAt; at != nil && at.After(e.opts.Now()) {
@@ -514,17 +488,9 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		log.Debug("outbound: held until its schedule_at", "at", at.Format())
 		return
 	}
-	for i, a := range d.Artifacts {
-		if a.ID == "" {
-			// Only `courier send` reads local files, under its attach
-			// rules; a dropped draft's path is never opened here.
-			e.fail(ctx, log, due, d, attempts, adapters.Permanent(fmt.Errorf("artifacts[%d] names a local path (%s), which only `courier send` copies into the dropzone; the service sends dropzone objects only", i, a.Path)))
-			return
-		}
-		if e.opts.Dropzone != nil && !e.opts.Dropzone.Has(a.ID) {
-			e.fail(ctx, log, due, d, attempts, fmt.Errorf("artifact %d (%s, %s) is no longer in the dropzone", i, a.Name, a.ID))
-			return
-		}
+	if err := e.artifactsReady(d); err != nil {
+		e.fail(ctx, log, due, d, attempts, err)
+		return
 	}
 	sender := e.opts.Senders[d.Provider]
 	if sender == nil {
@@ -538,8 +504,79 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 	}
 	tk := &ticket{gate: e.commit}
 	defer tk.Leave()
-	sctx, cancel := context.WithTimeout(e.sendCtx, e.opts.SendTimeout)
 	start := e.opts.Now()
+	rcpt, accepted, err := e.send(ctx, log, sender, d, accepted, tk)
+	if err != nil {
+		d.Delivery = &schema.Delivery{Recipients: accepted}
+		if adapters.IsPermanent(err) || attempts >= e.opts.MaxAttempts {
+			e.fail(ctx, log, due, d, attempts, err)
+			return
+		}
+		e.retry(ctx, log, due, attempts, d, err)
+		return
+	}
+	e.fileSent(ctx, log, due, d, attempts, tk, start, rcpt, accepted)
+}
+
+// readQueued reads and decodes the draft due; nil when there is none to
+// send: it was removed, set aside (unreadable, no longer valid, edited) or
+// is to be read again later.
+func (e *Engine) readQueued(ctx context.Context, log *slog.Logger, due mailbox.Due, attempts int) *schema.Draft {
+	data, err := e.mb.ReadPath(due.Path)
+	if errors.Is(err, mailbox.ErrUnsafePath) {
+		// Replaced by a link (to a secret, say) since it was queued: set
+		// aside as it is, unread, never retried.
+		e.setAside(ctx, e.mb.Abs(due.Path), "the queued draft cannot be read: "+oneLine(err.Error()))
+		e.observeFail(due.Provider, true)
+		return nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		log.Warn("outbound: queued draft was removed before it was sent")
+		if err := e.mb.Forget(ctx, due.ID); err != nil {
+			log.Error("outbound: cannot forget a vanished draft", "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		e.retry(ctx, log, due, attempts, nil, err)
+		return nil
+	}
+	d, _, err := schema.DecodeDraft(data)
+	switch {
+	case err != nil:
+		e.setAside(ctx, e.mb.Abs(due.Path), "the queued draft is no longer valid: "+oneLine(err.Error()))
+		e.observeFail(due.Provider, true)
+		return nil
+	case d.ID != due.ID || d.Provider != due.Provider:
+		e.setAside(ctx, e.mb.Abs(due.Path), fmt.Sprintf("the queued draft was edited: it now says id %q provider %q", d.ID, d.Provider))
+		e.observeFail(due.Provider, true)
+		return nil
+	}
+	return d
+}
+
+// artifactsReady says why the draft's artifacts cannot be sent (a local
+// path, permanently; an object gone from the dropzone), or nil.
+func (e *Engine) artifactsReady(d *schema.Draft) error {
+	for i, a := range d.Artifacts {
+		if a.ID == "" {
+			// Only `courier send` reads local files, under its attach
+			// rules; a dropped draft's path is never opened here.
+			return adapters.Permanent(fmt.Errorf("artifacts[%d] names a local path (%s), which only `courier send` copies into the dropzone; the service sends dropzone objects only", i, a.Path))
+		}
+		if e.opts.Dropzone != nil && !e.opts.Dropzone.Has(a.ID) {
+			return fmt.Errorf("artifact %d (%s, %s) is no longer in the dropzone", i, a.Name, a.ID)
+		}
+	}
+	return nil
+}
+
+// send hands the draft to its provider, within SendTimeout, with the
+// recipients an earlier try reached (accepted); each step the provider
+// reports reached is recorded as it goes. It returns the receipt and the
+// recipients reached so far, those of a partial failure included.
+func (e *Engine) send(ctx context.Context, log *slog.Logger, sender adapters.Sender, d *schema.Draft, accepted []schema.RecipientResult, tk *ticket) (adapters.Receipt, []schema.RecipientResult, error) {
+	sctx, cancel := context.WithTimeout(e.sendCtx, e.opts.SendTimeout)
 	progress := func(ctx context.Context, reached ...schema.RecipientResult) error {
 		return e.mb.AddAccepted(ctx, d.ID, reached)
 	}
@@ -553,15 +590,12 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 		accepted = append(accepted, pe.Accepted...)
 		log.Warn("outbound: some recipients have it; the others will be tried again", "reached", len(pe.Accepted))
 	}
-	if err != nil {
-		d.Delivery = &schema.Delivery{Recipients: accepted}
-		if adapters.IsPermanent(err) || attempts >= e.opts.MaxAttempts {
-			e.fail(ctx, log, due, d, attempts, err)
-			return
-		}
-		e.retry(ctx, log, due, attempts, d, err)
-		return
-	}
+	return rcpt, accepted, err
+}
+
+// fileSent records a sent draft's receipt, lets the next send through the
+// commit gate, and files the draft in archive/.
+func (e *Engine) fileSent(ctx context.Context, log *slog.Logger, due mailbox.Due, d *schema.Draft, attempts int, tk *ticket, start time.Time, rcpt adapters.Receipt, accepted []schema.RecipientResult) {
 	now := e.opts.Now()
 	results := append(accepted, rcpt.Recipients...)
 	r := mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Channel: rcpt.Channel, InboundID: rcpt.InboundID, Recipients: results, At: now}

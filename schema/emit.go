@@ -267,15 +267,7 @@ func anyNode(v any) (*ynode, error) {
 	case float64:
 		return floatNode(v), nil
 	case []any:
-		items := make([]*ynode, len(v))
-		for i, x := range v {
-			n, err := anyNode(x)
-			if err != nil {
-				return nil, err
-			}
-			items[i] = n
-		}
-		return ylist(items), nil
+		return listNode(v)
 	case []string:
 		items := make([]*ynode, len(v))
 		for i, x := range v {
@@ -283,21 +275,45 @@ func anyNode(v any) (*ynode, error) {
 		}
 		return ylist(items), nil
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		m := &ynode{kind: 'm', keys: keys, vals: make([]*ynode, len(keys))}
-		for i, k := range keys {
-			n, err := anyNode(v[k])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			m.vals[i] = n
-		}
-		return m, nil
+		return mapNode(v)
 	}
+	return reflectNode(v)
+}
+
+// listNode converts a decoded YAML sequence.
+func listNode(v []any) (*ynode, error) {
+	items := make([]*ynode, len(v))
+	for i, x := range v {
+		n, err := anyNode(x)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = n
+	}
+	return ylist(items), nil
+}
+
+// mapNode converts a decoded YAML mapping, its keys sorted.
+func mapNode(v map[string]any) (*ynode, error) {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	m := &ynode{kind: 'm', keys: keys, vals: make([]*ynode, len(keys))}
+	for i, k := range keys {
+		n, err := anyNode(v[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		m.vals[i] = n
+	}
+	return m, nil
+}
+
+// reflectNode converts a Go value of a type anyNode does not list (a
+// pointer, a named type, a typed slice or map) by its kind.
+func reflectNode(v any) (*ynode, error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Interface:

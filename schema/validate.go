@@ -192,6 +192,32 @@ func (d *Draft) Validate(src *Source) error {
 	if len(d.To) == 0 && d.ReplyTo == "" {
 		v.errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
 	}
+	v.recipients(d)
+	if hasControl(d.Subject) {
+		v.errorf("subject", "subject contains a line break or control character")
+	}
+	if d.ReplyTo != "" && !ValidID(string(d.ReplyTo)) {
+		v.errorf("reply_to", "%s is not a message id ({provider}_{uid})", quote(string(d.ReplyTo)))
+	}
+	if hasControl(string(d.ThreadKey)) || hasControl(string(d.CorrelationID)) {
+		v.errorf("thread_key", "contains a control character")
+	}
+	for i, a := range d.Artifacts {
+		v.draftArtifact(fmt.Sprintf("artifacts[%d]", i), a)
+	}
+	if d.Delivery != nil && d.Delivery.Status != DeliverySent && d.Delivery.Status != DeliveryFailed {
+		v.errorf("delivery.status", "%s is not one of sent, failed", quote(d.Delivery.Status))
+	}
+	if len(v.errs) > 0 {
+		return v.errs.sorted()
+	}
+	return nil
+}
+
+// recipients checks a draft's to, cc and bcc: cc and bcc are for email
+// only; a recipient is not empty, has no control character, and is an
+// address for email.
+func (v *validator) recipients(d *Draft) {
 	for _, list := range []struct {
 		name string
 		r    Recipients
@@ -216,41 +242,27 @@ func (d *Draft) Validate(src *Source) error {
 			}
 		}
 	}
-	if hasControl(d.Subject) {
-		v.errorf("subject", "subject contains a line break or control character")
+}
+
+// draftArtifact checks a draft's artifact at path: an id (a dropzone
+// object) or a local path, one of them, and the name and type if given.
+func (v *validator) draftArtifact(p string, a DraftArtifact) {
+	switch {
+	case a.ID == "" && a.Path == "":
+		v.errorf(p, "artifact needs an id (sha256:...) or a path to a local file")
+	case a.ID != "" && a.Path != "":
+		v.errorf(p, "artifact has both id and path: give one")
+	case a.ID != "" && !ValidArtifactID(a.ID):
+		v.errorf(p+".id", "%s is not a dropzone id (sha256:<64 hex>)", quote(a.ID))
 	}
-	if d.ReplyTo != "" && !ValidID(string(d.ReplyTo)) {
-		v.errorf("reply_to", "%s is not a message id ({provider}_{uid})", quote(string(d.ReplyTo)))
-	}
-	if hasControl(string(d.ThreadKey)) || hasControl(string(d.CorrelationID)) {
-		v.errorf("thread_key", "contains a control character")
-	}
-	for i, a := range d.Artifacts {
-		p := fmt.Sprintf("artifacts[%d]", i)
-		switch {
-		case a.ID == "" && a.Path == "":
-			v.errorf(p, "artifact needs an id (sha256:...) or a path to a local file")
-		case a.ID != "" && a.Path != "":
-			v.errorf(p, "artifact has both id and path: give one")
-		case a.ID != "" && !ValidArtifactID(a.ID):
-			v.errorf(p+".id", "%s is not a dropzone id (sha256:<64 hex>)", quote(a.ID))
-		}
-		if a.Name != "" {
-			if msg := BadName(a.Name); msg != "" {
-				v.errorf(p+".name", "%s", msg)
-			}
-		}
-		if a.Type != "" {
-			oneOf(v, p+".type", a.Type, artifactTypes)
+	if a.Name != "" {
+		if msg := BadName(a.Name); msg != "" {
+			v.errorf(p+".name", "%s", msg)
 		}
 	}
-	if d.Delivery != nil && d.Delivery.Status != DeliverySent && d.Delivery.Status != DeliveryFailed {
-		v.errorf("delivery.status", "%s is not one of sent, failed", quote(d.Delivery.Status))
+	if a.Type != "" {
+		oneOf(v, p+".type", a.Type, artifactTypes)
 	}
-	if len(v.errs) > 0 {
-		return v.errs.sorted()
-	}
-	return nil
 }
 
 // BadName says what is wrong with an attachment name, or "" when it is a

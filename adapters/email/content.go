@@ -194,54 +194,20 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 	}
 	html.done(b.n)
 	m.Type = schema.TypeOf(text.length() > 0 || html.length() > 0, m.Artifacts)
-
-	keep := func(weights ...int64) (kt, kh int) {
-		k := share([]int64{text.length(), html.length()}, weights, limit)
-		return cutAt(text, k[0]), cutAt(html, k[1])
+	md, kt, kh, err := b.markdown(r, body, text, html, limit, batch.Spool)
+	if err != nil {
+		return err
 	}
-	kt, kh := keep(2, 0)
-	var md *textField
-	if html.length() > 0 {
-		kt, kh = keep(1, 3)
-		md = newTextField("content.markdown", limit, batch.Spool)
-		defer md.close()
-		bound := int64(-1)
-		if int64(kh) < html.length() {
-			bound = int64(kh)
-		}
-		if _, err := r.WriteMarkdown(md, body, bound); err != nil {
-			return err
-		}
-		md.done(b.n)
-		if md.length() == 0 {
-			kt, kh = keep(2, 1) // the body is the text after all
-		}
-	}
+	defer md.close()
 	src := text
 	km := 0
 	if md.length() > 0 {
 		src = md
 		km = cutAt(md, max(0, limit-int64(kt)-int64(kh))/2)
 	}
-
-	var rests []schema.Artifact
-	var notes []string
-	values := make([]string, 3)
-	for i, f := range []*textField{text, html, md} {
-		k := []int{kt, kh, km}[i]
-		if f.length() == 0 {
-			continue
-		}
-		values[i] = string(f.mem[:k])
-		if int64(k) < f.size {
-			arts, err := b.overflow(f, k, batch, maxArtifact)
-			if err != nil {
-				return err
-			}
-			rests = append(rests, arts...)
-			notes = append(notes, fmt.Sprintf("%s keeps its first %d of %d bytes, the rest is in %s", f.name, k, f.size, names(arts)))
-		}
-		f.mem = nil // the value holds what is kept
+	values, rests, notes, err := b.keepFields([3]*textField{text, html, md}, [3]int{kt, kh, km}, batch, maxArtifact)
+	if err != nil {
+		return err
 	}
 	m.Content = schema.Content{Text: schema.NullString(values[0]), HTML: schema.NullString(values[1]), Markdown: schema.NullString(values[2])}
 	switch src {
@@ -264,6 +230,59 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 		m.Body += "\n"
 	}
 	return nil
+}
+
+// markdown makes content.markdown of the HTML, when there is HTML, and
+// says how many bytes of the text (kt) and of the HTML (kh) the file
+// keeps: their shares of limit, the Markdown counted as long as the HTML
+// it is made from, which is the HTML kept only. md is nil without HTML.
+func (b *builder) markdown(r *mime.Renderer, body *mime.Body, text, html *textField, limit int64, spool func() (*os.File, error)) (md *textField, kt, kh int, err error) {
+	keep := func(weights ...int64) (kt, kh int) {
+		k := share([]int64{text.length(), html.length()}, weights, limit)
+		return cutAt(text, k[0]), cutAt(html, k[1])
+	}
+	kt, kh = keep(2, 0)
+	if html.length() == 0 {
+		return nil, kt, kh, nil
+	}
+	kt, kh = keep(1, 3)
+	md = newTextField("content.markdown", limit, spool)
+	bound := int64(-1)
+	if int64(kh) < html.length() {
+		bound = int64(kh)
+	}
+	if _, err := r.WriteMarkdown(md, body, bound); err != nil {
+		md.close()
+		return nil, 0, 0, err
+	}
+	md.done(b.n)
+	if md.length() == 0 {
+		kt, kh = keep(2, 1) // the body is the text after all
+	}
+	return md, kt, kh, nil
+}
+
+// keepFields returns the value the file keeps of each field (text, HTML,
+// Markdown), its first k[i] bytes, and stores the rest of a field cut in
+// text artifacts (overflow); it returns those and a note on each field
+// cut.
+func (b *builder) keepFields(fields [3]*textField, k [3]int, batch *dropzone.Batch, maxArtifact int64) (values [3]string, rests []schema.Artifact, notes []string, err error) {
+	for i, f := range fields {
+		if f.length() == 0 {
+			continue
+		}
+		values[i] = string(f.mem[:k[i]])
+		if int64(k[i]) < f.size {
+			arts, err := b.overflow(f, k[i], batch, maxArtifact)
+			if err != nil {
+				return values, nil, nil, err
+			}
+			rests = append(rests, arts...)
+			notes = append(notes, fmt.Sprintf("%s keeps its first %d of %d bytes, the rest is in %s", f.name, k[i], f.size, names(arts)))
+		}
+		f.mem = nil // the value holds what is kept
+	}
+	return values, rests, notes, nil
 }
 
 // overflow stores field f from byte k on as text artifacts, each at most

@@ -207,12 +207,43 @@ func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Accou
 		c.Close()
 		stop()
 	}()
+	if err := greet(c, acct, from); err != nil {
+		return nil, err
+	}
+	if err := c.Mail(from, &smtp.MailOptions{}); err != nil {
+		return nil, classify(err, "MAIL FROM")
+	}
+	results, ok, err := rcptTo(c, rcpts)
+	if err != nil {
+		return nil, err
+	}
+	if ok == 0 {
+		c.Reset()
+		quit = true
+		return results, nil
+	}
+	resp, err := sendData(ctx, c, at, write)
+	if err != nil {
+		return nil, err
+	}
+	for i := range results {
+		if results[i].Status == "sent" && resp != nil {
+			results[i].Reply = schema.Text("250 " + resp.StatusText)
+		}
+	}
+	quit = true
+	return results, nil
+}
+
+// greet says EHLO, as the account's hostname (else from's domain), and
+// authenticates when the account has a user name.
+func greet(c *smtp.Client, acct *Account, from string) error {
 	hostname := acct.Hostname
 	if hostname == "" {
 		hostname = domainOf(from)
 	}
 	if err := c.Hello(hostname); err != nil {
-		return nil, classify(err, "EHLO")
+		return classify(err, "EHLO")
 	}
 	if acct.SMTP.Auth != "none" && acct.SMTP.Username != "" {
 		var sc sasl.Client
@@ -223,19 +254,22 @@ func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Accou
 		}
 		if err := c.Auth(sc); err != nil {
 			// Credentials are fixed by a person; retrying later is right.
-			return nil, adapters.Temporary(fmt.Errorf("email: smtp %s: authentication failed as %s: %w", acct.SMTP.addr(), acct.SMTP.Username, err))
+			return adapters.Temporary(fmt.Errorf("email: smtp %s: authentication failed as %s: %w", acct.SMTP.addr(), acct.SMTP.Username, err))
 		}
 	}
-	if err := c.Mail(from, &smtp.MailOptions{}); err != nil {
-		return nil, classify(err, "MAIL FROM")
-	}
-	results := make([]schema.RecipientResult, 0, len(rcpts))
-	ok := 0
+	return nil
+}
+
+// rcptTo gives the server each recipient and returns a result for each
+// (sent, or deferred or failed with the server's reply) and how many it
+// took.
+func rcptTo(c *smtp.Client, rcpts []string) (results []schema.RecipientResult, ok int, err error) {
+	results = make([]schema.RecipientResult, 0, len(rcpts))
 	for _, r := range rcpts {
 		if err := c.Rcpt(r, nil); err != nil {
 			var se *smtp.SMTPError
 			if !errors.As(err, &se) {
-				return nil, classify(err, "RCPT TO")
+				return nil, 0, classify(err, "RCPT TO")
 			}
 			st := "failed"
 			if se.Temporary() {
@@ -247,11 +281,12 @@ func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Accou
 		ok++
 		results = append(results, schema.RecipientResult{Address: r, Status: "sent"})
 	}
-	if ok == 0 {
-		c.Reset()
-		quit = true
-		return results, nil
-	}
+	return results, ok, nil
+}
+
+// sendData writes the message as DATA and, once the attempt holds the
+// commit gate, ends it: the server's reply is the one that takes it.
+func sendData(ctx context.Context, c *smtp.Client, at *adapters.Attempt, write func(io.Writer) error) (*smtp.DataResponse, error) {
 	w, err := c.Data()
 	if err != nil {
 		return nil, classify(err, "DATA")
@@ -267,13 +302,7 @@ func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Accou
 	if err != nil {
 		return nil, classify(err, "end of DATA")
 	}
-	for i := range results {
-		if results[i].Status == "sent" && resp != nil {
-			results[i].Reply = schema.Text("250 " + resp.StatusText)
-		}
-	}
-	quit = true
-	return results, nil
+	return resp, nil
 }
 
 // classify marks an SMTP error temporary (4xx, network) or permanent

@@ -143,38 +143,12 @@ func splitUnits(text string, emit func(unit)) {
 	for pos <= len(text) {
 		if lineStart {
 			lineStart = false
-			rest := text[pos:]
-			switch {
-			case quoteRest:
+			if quoteRest {
 				quoted = true
-			case strings.HasPrefix(rest, "&gt;&gt;&gt;"):
-				quoteRest, quoted = true, true
-				pos += len("&gt;&gt;&gt;")
-				if strings.HasPrefix(text[pos:], " ") {
-					pos++
-				}
-			case strings.HasPrefix(rest, ">>>"):
-				// A raw ">" is never in text Slack stores (it escapes
-				// them), but is what a poster writes: read it the same.
-				quoteRest, quoted = true, true
-				pos += len(">>>")
-				if strings.HasPrefix(text[pos:], " ") {
-					pos++
-				}
-			case strings.HasPrefix(rest, ">"):
-				quoted = true
-				pos += len(">")
-				if strings.HasPrefix(text[pos:], " ") {
-					pos++
-				}
-			case strings.HasPrefix(rest, "&gt;"):
-				quoted = true
-				pos += len("&gt;")
-				if strings.HasPrefix(text[pos:], " ") {
-					pos++
-				}
-			default:
-				quoted = false
+			} else {
+				var n int
+				n, quoted, quoteRest = quoteMark(text[pos:])
+				pos += n
 			}
 		}
 		rest := text[pos:]
@@ -188,17 +162,7 @@ func splitUnits(text string, emit func(unit)) {
 			if end < 0 {
 				fenceAt = -1 // no ``` after this one: none closes
 			} else {
-				if before := strings.TrimRight(rest[:fence], " "); strings.TrimSpace(before) != "" {
-					emit(unit{text: before, quoted: quoted})
-				}
-				body := rest[fence+3 : fence+3+end]
-				if quoted && !quoteRest {
-					body = unquoteBody(body)
-				}
-				body = strings.TrimPrefix(body, "\n")
-				body = strings.TrimSuffix(body, "\n")
-				emit(unit{text: unescape(body), pre: true, quoted: quoted})
-				pos += fence + 3 + end + 3
+				pos += emitSpan(rest, fence, end, quoted, quoted && !quoteRest, emit)
 				for pos < len(text) && text[pos] == ' ' {
 					pos++
 				}
@@ -219,6 +183,52 @@ func splitUnits(text string, emit func(unit)) {
 		pos += nl + 1
 		lineStart = true
 	}
+}
+
+// quoteMark reads the quote mark a line starts with, if any: it returns
+// how many bytes the mark takes (with one space after it), whether the
+// line is quoted and whether the mark quotes the rest of the message
+// (">>>").
+func quoteMark(line string) (n int, quoted, quoteRest bool) {
+	var mark string
+	switch {
+	case strings.HasPrefix(line, "&gt;&gt;&gt;"):
+		mark, quoteRest = "&gt;&gt;&gt;", true
+	case strings.HasPrefix(line, ">>>"):
+		// A raw ">" is never in text Slack stores (it escapes
+		// them), but is what a poster writes: read it the same.
+		mark, quoteRest = ">>>", true
+	case strings.HasPrefix(line, ">"):
+		mark = ">"
+	case strings.HasPrefix(line, "&gt;"):
+		mark = "&gt;"
+	default:
+		return 0, false, false
+	}
+	n = len(mark)
+	if strings.HasPrefix(line[n:], " ") {
+		n++
+	}
+	return n, true, quoteRest
+}
+
+// emitSpan emits a ``` span that opens fence bytes into rest and closes
+// end bytes after its opening ```: first what precedes it on its line, as
+// a line of its own, then its body as a code unit (with the quote marks of
+// its lines taken off when unquote). It returns the bytes of rest up to the
+// end of the closing ```.
+func emitSpan(rest string, fence, end int, quoted, unquote bool, emit func(unit)) int {
+	if before := strings.TrimRight(rest[:fence], " "); strings.TrimSpace(before) != "" {
+		emit(unit{text: before, quoted: quoted})
+	}
+	body := rest[fence+3 : fence+3+end]
+	if unquote {
+		body = unquoteBody(body)
+	}
+	body = strings.TrimPrefix(body, "\n")
+	body = strings.TrimSuffix(body, "\n")
+	emit(unit{text: unescape(body), pre: true, quoted: quoted})
+	return fence + 3 + end + 3
 }
 
 // unquoteBody takes the quote marks off the lines of a ``` span that
