@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/monoco/courier/internal/config"
 )
 
-// redactor is a slog.Handler that takes the values of the providers'
+// Redactor is a slog.Handler that takes the values of the providers'
 // secrets out of every record: the message and every string attribute,
 // errors included. Secrets are a type that never prints itself; this is
 // the net under that, for the library that quotes a password back in an
@@ -18,7 +18,7 @@ import (
 //
 // Attributes fixed with Logger.With are labels (adapter, source names) and
 // pass as they are.
-type redactor struct {
+type Redactor struct {
 	next slog.Handler
 	*secretSet
 }
@@ -29,9 +29,9 @@ type secretSet struct {
 	replacer atomic.Pointer[strings.Replacer]
 }
 
-// newRedactor wraps h. Add gives it the secrets once they are known.
-func newRedactor(h slog.Handler) *redactor {
-	return &redactor{next: h, secretSet: &secretSet{}}
+// NewRedactor wraps h. Add gives it the secrets once they are known.
+func NewRedactor(h slog.Handler) *Redactor {
+	return &Redactor{next: h, secretSet: &secretSet{}}
 }
 
 // minSecret is the shortest value redacted: shorter ones would blank out
@@ -52,9 +52,9 @@ func (s *secretSet) Add(secrets ...config.Secret) {
 	}
 }
 
-func (r *redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.next.Enabled(ctx, l) }
+func (r *Redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.next.Enabled(ctx, l) }
 
-func (r *redactor) Handle(ctx context.Context, rec slog.Record) error {
+func (r *Redactor) Handle(ctx context.Context, rec slog.Record) error {
 	rp := r.replacer.Load()
 	if rp == nil {
 		return r.next.Handle(ctx, rec)
@@ -87,10 +87,10 @@ func redactAttr(rp *strings.Replacer, a slog.Attr) slog.Attr {
 	return a
 }
 
-func (r *redactor) WithAttrs(as []slog.Attr) slog.Handler {
-	return &redactor{next: r.next.WithAttrs(as), secretSet: r.secretSet}
+func (r *Redactor) WithAttrs(as []slog.Attr) slog.Handler {
+	return &Redactor{next: r.next.WithAttrs(as), secretSet: r.secretSet}
 }
 
-func (r *redactor) WithGroup(name string) slog.Handler {
-	return &redactor{next: r.next.WithGroup(name), secretSet: r.secretSet}
+func (r *Redactor) WithGroup(name string) slog.Handler {
+	return &Redactor{next: r.next.WithGroup(name), secretSet: r.secretSet}
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bufio"
@@ -17,23 +17,23 @@ import (
 // made short, each attack below is cut where its limit says. Real clients
 // over loopback; no sleeps (a client blocks reading until the server acts).
 
-// startHTTP serves h under lim on a loopback port, the way httpComponent
+// startHTTP serves h under lim on a loopback port, the way HTTPComponent
 // does, and returns its address.
-func startHTTP(t *testing.T, h http.Handler, lim httpLimits) string {
+func startHTTP(t *testing.T, h http.Handler, lim HTTPLimits) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newHTTPServer(h, lim, slog.New(slog.DiscardHandler))
+	srv := NewHTTPServer(h, lim, slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(limitListener(ln, lim.MaxConns)) }()
+	go func() { defer close(done); srv.Serve(LimitListener(ln, lim.MaxConns)) }()
 	t.Cleanup(func() { srv.Close(); <-done })
 	return ln.Addr().String()
 }
 
-func testHTTPLimits() httpLimits {
-	return httpLimits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond,
+func testHTTPLimits() HTTPLimits {
+	return HTTPLimits{ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 600 * time.Millisecond,
 		WriteTimeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, MaxHeaderBytes: 4 << 10, MaxConns: 2}
 }
 
@@ -63,8 +63,8 @@ func closedBy(t *testing.T, c net.Conn) string {
 }
 
 func TestServeHTTPLimitsAreSet(t *testing.T) {
-	lim := serveHTTPLimits()
-	srv := newHTTPServer(http.NotFoundHandler(), lim, slog.New(slog.DiscardHandler))
+	lim := DefaultHTTPLimits()
+	srv := NewHTTPServer(http.NotFoundHandler(), lim, slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout == 0 || srv.ReadTimeout == 0 || srv.WriteTimeout == 0 || srv.IdleTimeout == 0 ||
 		srv.MaxHeaderBytes == 0 || srv.MaxHeaderBytes > 1<<20 || lim.MaxConns == 0 {
 		t.Errorf("the service's HTTP server is unbounded somewhere: %+v, %d connections", srv, lim.MaxConns)

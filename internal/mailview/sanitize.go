@@ -1,8 +1,9 @@
-package main
+package mailview
 
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/monoco/courier/schema"
@@ -15,26 +16,26 @@ import (
 //
 //   - the text formats (table, compact, read's text and --content) lose
 //     control characters but tab and newline, and bidi overrides
-//     (schema.StripControls): an ESC sequence in a subject could retitle
+//     (schema.StripControls, SafeText): an ESC sequence in a subject could retitle
 //     the window, clear the screen or write the clipboard, and an RLO
 //     reorder a file name;
 //   - JSON stays lossless: encoding/json escapes C0 already, and DEL, C1
-//     and the bidi overrides are escaped as \uXXXX too (jsonSafe);
+//     and the bidi overrides are escaped as \uXXXX too (JSONSafe);
 //   - read --raw prints the file byte for byte into a pipe, and on a
-//     terminal shows those characters as escapes (visibleControls).
+//     terminal shows those characters as escapes (VisibleControls).
 
-// safeText strips what schema.StripControls strips.
-func safeText(s string) string {
+// SafeText strips what schema.StripControls strips.
+func SafeText(s string) string {
 	s, _ = schema.StripControls(s)
 	return s
 }
 
-// jsonSafe escapes, in encoded JSON, the runes encoding/json leaves as
+// JSONSafe escapes, in encoded JSON, the runes encoding/json leaves as
 // they are and a terminal acts on (DEL, C1, the bidi overrides). They can
 // only be inside strings (the structure of JSON is ASCII), where \uXXXX
 // means the same rune. Only the bytes that can start one are looked at
 // (0x7f, 0xc2, 0xe2), so a listing of 100,000 entries pays a byte scan.
-func jsonSafe(b []byte) []byte {
+func JSONSafe(b []byte) []byte {
 	var out []byte
 	last := 0
 	for i := 0; i < len(b); i++ {
@@ -59,20 +60,20 @@ func jsonSafe(b []byte) []byte {
 	return append(out, b[last:]...)
 }
 
-// jsonSafeWriter applies jsonSafe to a stream of JSON (ListJSON writes
+// JSONSafeWriter applies JSONSafe to a stream of JSON (ListJSON writes
 // entries as they are read), holding back a rune cut by a write's end.
-type jsonSafeWriter struct {
-	w     io.Writer
+type JSONSafeWriter struct {
+	W     io.Writer
 	carry []byte
 }
 
-func (j *jsonSafeWriter) Write(p []byte) (int, error) {
+func (j *JSONSafeWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(j.carry) > 0 {
 		p = append(j.carry, p...)
 		j.carry = nil
 	}
-	// A lead byte of a rune jsonSafe may escape, without its continuation
+	// A lead byte of a rune JSONSafe may escape, without its continuation
 	// bytes yet: keep it for the next write.
 	cut := len(p)
 	switch {
@@ -82,25 +83,25 @@ func (j *jsonSafeWriter) Write(p []byte) (int, error) {
 		cut -= 2
 	}
 	j.carry = append(j.carry, p[cut:]...)
-	if _, err := j.w.Write(jsonSafe(p[:cut])); err != nil {
+	if _, err := j.W.Write(JSONSafe(p[:cut])); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
 // Close writes what is held back.
-func (j *jsonSafeWriter) Close() error {
+func (j *JSONSafeWriter) Close() error {
 	if len(j.carry) == 0 {
 		return nil
 	}
-	_, err := j.w.Write(j.carry)
+	_, err := j.W.Write(j.carry)
 	j.carry = nil
 	return err
 }
 
-// visibleControls shows control characters (but tab and newline) and bidi
+// VisibleControls shows control characters (but tab and newline) and bidi
 // overrides as escapes: \x1b, \u202e.
-func visibleControls(b []byte) []byte {
+func VisibleControls(b []byte) []byte {
 	var out []byte
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
@@ -125,4 +126,9 @@ func visibleControls(b []byte) []byte {
 		return b
 	}
 	return out
+}
+
+// OneLine folds s onto one line, its runs of white space made one space.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // through loggers derived before the secret was known.
 func TestRedactor(t *testing.T) {
 	var buf bytes.Buffer
-	r := newRedactor(slog.NewTextHandler(&buf, nil))
+	r := NewRedactor(slog.NewTextHandler(&buf, nil))
 	log := slog.New(r)
 	derived := log.With("adapter", "email").WithGroup("g")
 	r.Add(config.Secret("hunter2-imap-pass"), config.Secret("xoxb-123"), config.Secret("abc")) // "abc": too short to redact

@@ -1,27 +1,28 @@
-package main
+package mcpserver
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/mailbox"
 )
 
 // mcppSession serves the mailbox $COURIER_MCPP_WS, or one made here by
-// bench/genmailbox (mcpMaxLimit+1 messages, so that a page of list's
-// largest size is full and truncated), over the go-sdk's in-memory
-// transports, and connects its client.
-func mcppSession(b *testing.B) (*mcpServer, *mcp.ClientSession) {
+// bench/genmailbox (MaxLimit+1 messages, so that a page of list's largest
+// size is full and truncated), over the go-sdk's in-memory transports,
+// and connects its client.
+func mcppSession(b *testing.B) (*Server, *mcp.ClientSession) {
 	ws := os.Getenv("COURIER_MCPP_WS")
 	if ws == "" {
 		dir := b.TempDir()
@@ -30,64 +31,55 @@ func mcppSession(b *testing.B) (*mcpServer, *mcp.ClientSession) {
 			b.Fatalf("go build ./bench/genmailbox: %v\n%s", err, out)
 		}
 		ws = filepath.Join(dir, "ws")
-		if out, err := exec.Command(gen, "-root", ws, "-n", strconv.Itoa(mcpMaxLimit+1)).CombinedOutput(); err != nil {
+		if out, err := exec.Command(gen, "-root", ws, "-n", strconv.Itoa(MaxLimit+1)).CombinedOutput(); err != nil {
 			b.Fatalf("genmailbox: %v\n%s", err, out)
 		}
 	}
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, rootFlag: ws}
-	if _, err := a.mailbox(); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := a.dropzone(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(a.close)
-	s := newMCPServer(a, mcpLocal{}, mcpMaxResult, a.logger())
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.srv.Run(ctx, st); close(done) }()
-	b.Cleanup(func() { cancel(); <-done })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpp", Version: "1"}, nil).Connect(ctx, ct, nil)
+	mb, err := mailbox.Open(ws, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cs.Close() })
-	return s, cs
+	b.Cleanup(func() { mb.Close() })
+	dz, err := dropzone.Open(mailbox.Layout{Root: ws}.Dropzone(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dz.Close() })
+	return serveInProcess(b, ws, workspace{mb, dz})
 }
 
-// BenchmarkMCPPList is one page of list's largest size (mcpMaxLimit),
+// BenchmarkMCPPList is one page of list's largest size (MaxLimit),
 // client included: the path bench/mcp.sh measures, for profiling (go
 // test -run '^$' -bench MCPP -cpuprofile); bench/mcp.sh is the measure.
 func BenchmarkMCPPList(b *testing.B) {
 	_, cs := mcppSession(b)
 	for b.Loop() {
-		res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "list", Arguments: map[string]any{"all": true, "limit": mcpMaxLimit}})
+		res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "list", Arguments: map[string]any{"all": true, "limit": MaxLimit}})
 		if err != nil || res.IsError {
-			b.Fatalf("list: %v %v", err, mcpTextOf(res))
+			b.Fatalf("list: %v %v", err, textOf(res))
 		}
 		var l struct{ Count int }
 		sc, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(sc, &l); err != nil || l.Count != mcpMaxLimit {
-			b.Fatalf("list gave %d entries (%v), want %d", l.Count, err, mcpMaxLimit)
+		if err := json.Unmarshal(sc, &l); err != nil || l.Count != MaxLimit {
+			b.Fatalf("list gave %d entries (%v), want %d", l.Count, err, MaxLimit)
 		}
 	}
 }
 
-// BenchmarkMCPPEncode is the server's encoding of a page of mcpMaxLimit
+// BenchmarkMCPPEncode is the server's encoding of a page of MaxLimit
 // entries as the go-sdk's jsonrpc2 encodes a result (marshalled without
 // HTML escaping, then as a response): "sdk" the CallToolResult entries
-// returns, "raw" what mcpRawListings makes of it.
+// returns, "raw" what rawListings makes of it.
 func BenchmarkMCPPEncode(b *testing.B) {
 	s, _ := mcppSession(b)
-	res, err := s.entries(b.Context(), mcpMaxLimit, mcpCursor{}, (*app).listCommand, "--format", "json", "--all", "--limit", strconv.Itoa(mcpMaxLimit+1))
+	res, err := s.list(b.Context(), listIn{All: true, Limit: MaxLimit})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
 		res  any
-	}{{"sdk", res}, {"raw", &mcpRawResult{res, res.StructuredContent.(json.RawMessage)}}} {
+	}{{"sdk", res}, {"raw", &rawResult{res, res.StructuredContent.(json.RawMessage)}}} {
 		b.Run(c.name, func(b *testing.B) {
 			id, _ := jsonrpc.MakeID(float64(1))
 			for b.Loop() {
@@ -105,7 +97,7 @@ func BenchmarkMCPPEncode(b *testing.B) {
 	}
 }
 
-// mcpAppendString escapes as encoding/json does without HTML escaping
+// appendString escapes as encoding/json does without HTML escaping
 // (as jsonrpc2 sends), byte for byte: control characters, quotes,
 // invalid UTF-8, U+2028/U+2029.
 func TestMCPPAppendString(t *testing.T) {
@@ -122,13 +114,13 @@ func TestMCPPAppendString(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := mcpAppendString([]byte("x"), []byte(in)); string(got) != "x"+string(want) {
+		if got := appendString([]byte("x"), []byte(in)); string(got) != "x"+string(want) {
 			t.Errorf("%q: got %s, want %s", in, got[1:], want)
 		}
 	}
 }
 
-// A listing's result encoded by mcpRawResult is the result the SDK
+// A listing's result encoded by rawResult is the result the SDK
 // would send: the same content, structured content and other fields
 // (_meta, isError), and the SDK's client decodes it to the same.
 func TestMCPPRawResult(t *testing.T) {
@@ -139,7 +131,7 @@ func TestMCPPRawResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := (&mcpRawResult{res, page}).MarshalJSON()
+	got, err := (&rawResult{res, page}).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +170,12 @@ func TestMCPPRawListingsOnly(t *testing.T) {
 		{"annotated", &mcp.CallToolResult{StructuredContent: page, Content: []mcp.Content{&mcp.TextContent{Text: string(page), Annotations: &mcp.Annotations{Priority: 1}}}}, false},
 		{"decoded", &mcp.CallToolResult{StructuredContent: map[string]any{"count": 0}, Content: []mcp.Content{&mcp.TextContent{Text: string(page)}}}, false},
 	} {
-		h := mcpRawListings(func(context.Context, string, mcp.Request) (mcp.Result, error) { return c.res, nil })
+		h := rawListings(func(context.Context, string, mcp.Request) (mcp.Result, error) { return c.res, nil })
 		got, err := h(t.Context(), "tools/call", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, raw := got.(*mcpRawResult); raw != c.raw {
+		if _, raw := got.(*rawResult); raw != c.raw {
 			t.Errorf("%s: raw %v, want %v", c.name, raw, c.raw)
 		}
 		if other, _ := h(t.Context(), "resources/read", nil); other != mcp.Result(c.res) {

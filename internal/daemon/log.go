@@ -1,4 +1,4 @@
-package main
+package daemon
 
 // The log of a service started with `courier start`: written by serve
 // through lumberjack, which rotates it by size (courier.log.max_size_mb)
@@ -19,18 +19,18 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/fault"
 )
 
-// logFile is the service's rotating log. When serve's stdout and stderr
+// LogFile is the service's rotating log. When serve's stdout and stderr
 // are the log file (as `courier start` makes them: a panic, or an error
 // before the logger exists, lands there), they are pointed at the new file
 // after each rotation, so that they do not go on writing to a rotated one.
-type logFile struct {
+type LogFile struct {
 	mu    sync.Mutex
 	lj    *lumberjack.Logger
 	path  string
@@ -39,10 +39,10 @@ type logFile struct {
 	dupTo func(oldfd, newfd int) error
 }
 
-// openLogFile opens the rotating log at path. fds are the descriptors
+// OpenLogFile opens the rotating log at path. fds are the descriptors
 // (stdout, stderr) to keep on the current file, among those that are the
 // log file now.
-func openLogFile(path string, l config.Log, fds ...int) (*logFile, error) {
+func OpenLogFile(path string, l config.Log, fds ...int) (*LogFile, error) {
 	f, err := openServiceLog(path)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func openLogFile(path string, l config.Log, fds ...int) (*logFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
-	w := &logFile{
+	w := &LogFile{
 		lj:   &lumberjack.Logger{Filename: path, MaxSize: l.MaxSizeMB, MaxBackups: l.MaxFiles},
 		path: path, ino: st.Ino,
 		dupTo: func(oldfd, newfd int) error { return unix.Dup3(oldfd, newfd, 0) },
@@ -67,7 +67,7 @@ func openLogFile(path string, l config.Log, fds ...int) (*logFile, error) {
 	return w, nil
 }
 
-func (w *logFile) Write(p []byte) (int, error) {
+func (w *LogFile) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n, err := w.lj.Write(p)
@@ -79,7 +79,7 @@ func (w *logFile) Write(p []byte) (int, error) {
 
 // followRotation points the standard descriptors at the log file if
 // lumberjack has made a new one.
-func (w *logFile) followRotation() {
+func (w *LogFile) followRotation() {
 	var st unix.Stat_t
 	if unix.Stat(w.path, &st) != nil || st.Ino == w.ino {
 		return
@@ -96,81 +96,43 @@ func (w *logFile) followRotation() {
 }
 
 // Close closes the file.
-func (w *logFile) Close() error {
+func (w *LogFile) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lj.Close()
 }
 
-// serveLogWriter is where serve logs: stderr, or with --log-file the
-// rotating log file (closed by the function returned).
-func (a *app) serveLogWriter(cfg *config.Config, lf logFlags) (io.Writer, func(), error) {
-	if lf.file == "" {
-		return a.stderr, func() {}, nil
+// Logs prints the last n lines of the service's log (courier.log.file),
+// going back into the rotated files when the current one is shorter, and
+// with follow what is written to it afterwards, until ctx ends. Under
+// systemd it runs journalctl.
+func (d *Daemon) Logs(ctx context.Context, n int, follow bool) error {
+	if u, ok, err := d.SystemdUnit(ctx); err != nil {
+		return err
+	} else if ok {
+		return d.journalctl(ctx, u, n, follow)
 	}
-	p := lf.file
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(a.root, p)
-	}
-	w, err := openLogFile(p, cfg.Courier.Log, 1, 2)
-	if err != nil {
-		return nil, nil, withCode(exitCantCreat, err)
-	}
-	return w, func() { w.Close() }, nil
-}
-
-func (a *app) logsCommand() *cobra.Command {
-	var (
-		follow bool
-		lines  int
-	)
-	c := &cobra.Command{
-		Use:   "logs",
-		Short: "Print the service's log (the last lines; -f follows it); journalctl under systemd",
-		Long: `Print the last lines of the log of the service ` + "`courier start`" + ` runs
-(courier.log.file, .monoco/logs/courier.log), going back into the rotated
-files when the current one is shorter; -f then follows it, across
-rotations, until interrupted. Under systemd it runs journalctl -u UNIT.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if lines < 0 {
-				return usageError("--lines %d: want 0 or more", lines)
-			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			if u, ok, err := a.systemdUnit(cmd.Context(), cfg); err != nil {
-				return err
-			} else if ok {
-				return a.journalctl(cmd.Context(), u, lines, follow)
-			}
-			return a.logs(cmd.Context(), cfg.LogPath(a.root), lines, follow)
-		},
-	}
-	c.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing what is written, across rotations, until interrupted")
-	c.Flags().IntVarP(&lines, "lines", "n", 10, "how many of the last lines to print")
-	return c
+	return d.logs(ctx, d.Config.LogPath(d.Root), n, follow)
 }
 
 // logs prints the last n lines of the log at path and, with follow, what
 // is written to it afterwards.
-func (a *app) logs(ctx context.Context, path string, n int, follow bool) error {
+func (d *Daemon) logs(ctx context.Context, path string, n int, follow bool) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return withCode(exitNoInput, fmt.Errorf("no log at %s: the service writes it when `courier start` runs it (under systemd: journalctl -u courier)", path))
+		return fault.Wrap(fault.NoInput, fmt.Errorf("no log at %s: the service writes it when `courier start` runs it (under systemd: journalctl -u courier)", path))
 	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := printLast(a.stdout, f, rotatedLogs(path), n); err != nil {
+	if err := printLast(d.Stdout, f, rotatedLogs(path), n); err != nil {
 		return err
 	}
 	if !follow {
 		return nil
 	}
-	return followLog(ctx, a.stdout, path, f)
+	return followLog(ctx, d.Stdout, path, f)
 }
 
 // rotatedLogs returns the rotated files of the log at path, oldest first

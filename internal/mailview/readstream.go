@@ -1,4 +1,4 @@
-package main
+package mailview
 
 import (
 	"bufio"
@@ -14,14 +14,14 @@ import (
 	"github.com/monoco/courier/schema"
 )
 
-// printFile prints a mailbox file as read does, in bounded memory whatever
-// its size. A file up to mailbox.WholeFile bytes (every file Courier
-// writes now) is read whole and printed by printMessage. A larger one (an
+// Write writes a mailbox file, open at f, in form, in bounded memory
+// whatever its size. A file up to mailbox.WholeFile bytes (every file
+// Courier writes now) is read whole and written by writeWhole. A larger one (an
 // inbound file written before courier.limits.max_text_bytes, hundreds of
 // megabytes) is streamed: --raw copies it; the other forms read its front
 // matter with schema.ReadHead (long values cut, saying so) and copy its
 // body after the header, escaping it on the way for JSON.
-func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format string) error {
+func Write(w io.Writer, f *os.File, e *mailbox.Entry, form Form) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
@@ -31,15 +31,15 @@ func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format 
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
-		return a.printMessage(data, e, raw, content, format)
+		return writeWhole(w, data, e, form)
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	if raw {
+	if form.Raw {
 		clean := func(b []byte) []byte { return b }
-		if isTerminal(a.stdout) {
-			clean = visibleControls
+		if form.Terminal {
+			clean = VisibleControls
 		}
-		_, err := copyRunes(a.stdout, br, func(s string) []byte { return clean([]byte(s)) })
+		_, err := copyRunes(w, br, func(s string) []byte { return clean([]byte(s)) })
 		return err
 	}
 	if e.Direction != schema.Inbound {
@@ -48,7 +48,7 @@ func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format 
 	// The text forms show none of content.*: their long values are read
 	// no further than the 64 KiB every value keeps.
 	budget := 1
-	if format == "json" && !content {
+	if form.JSON && !form.Content {
 		budget = schema.MaxReadText
 	}
 	head, _, err := schema.ReadHead(br, budget)
@@ -62,42 +62,33 @@ func (a *app) printFile(f *os.File, e *mailbox.Entry, raw, content bool, format 
 	// The head and its parse tree are garbage now: collected before the
 	// JSON doubles the message, the peaks do not add up.
 	runtime.GC()
-	text := func(s string) []byte { return []byte(safeText(s)) }
+	text := func(s string) []byte { return []byte(SafeText(s)) }
 	switch {
-	case content:
-		_, err := copyRunes(a.stdout, br, text)
+	case form.Content:
+		_, err := copyRunes(w, br, text)
 		return err
-	case format == "json":
-		return a.streamJSON(e, msg, br)
+	case form.JSON:
+		return streamJSON(w, e, msg, br)
 	}
 	var b bytes.Buffer
 	writeMessageHead(&b, e, msg)
-	if _, err := io.WriteString(a.stdout, safeText(b.String())); err != nil {
+	if _, err := io.WriteString(w, SafeText(b.String())); err != nil {
 		return err
 	}
-	last, err := copyRunes(a.stdout, br, text)
+	last, err := copyRunes(w, br, text)
 	if err == nil && last != '\n' {
-		_, err = io.WriteString(a.stdout, "\n")
+		_, err = io.WriteString(w, "\n")
 	}
 	return err
 }
 
-// streamJSON prints the entry and the message as read --format json does,
+// streamJSON writes the entry and the message as read --format json does,
 // without a copy of their long strings: the JSON is encoded with
 // placeholders for content.text, content.html, content.markdown and the
 // body, and each is written in their place escaped a piece at a time (the
 // body as it is read from br). A 16 MiB HTML is printed for its 16 MiB,
 // not for the four copies an encoder's buffers would make of it.
-func (a *app) streamJSON(e *mailbox.Entry, msg *schema.Message, br *bufio.Reader) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return err
-	}
-	head := bytes.TrimSuffix(bytes.Clone(buf.Bytes()), []byte("\n"))
-	buf.Reset()
-
+func streamJSON(out io.Writer, e *mailbox.Entry, msg *schema.Message, br *bufio.Reader) error {
 	// The values, in the order encoding/json writes them.
 	type value struct {
 		field *schema.NullString
@@ -111,17 +102,16 @@ func (a *app) streamJSON(e *mailbox.Entry, msg *schema.Message, br *bufio.Reader
 		}
 	}
 	msg.Body = placeholder(len(values))
-	if err := enc.Encode(struct {
+	head, doc, err := joinEntry(e, struct {
 		Message *schema.Message `json:"message"`
-	}{msg}); err != nil {
+	}{msg})
+	if err != nil {
 		return err
 	}
-	doc := buf.Bytes()
-	w := &jsonSafeWriter{w: a.stdout}
-	if _, err := w.Write(append(head[:len(head)-1], ',')); err != nil {
+	w := &JSONSafeWriter{W: out}
+	if _, err := w.Write(head); err != nil {
 		return err
 	}
-	doc = doc[1:]
 	escape := jsonPieces()
 	for i := 0; i <= len(values); i++ {
 		ph, _ := json.Marshal(placeholder(i))

@@ -1,4 +1,4 @@
-package main
+package agents
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/monoco/courier/internal/config"
 )
 
 // Where a draft's artifact `path` may point. A draft is text an agent
@@ -34,18 +36,15 @@ type attachPolicy struct {
 	monoco string   // the workspace's .monoco/, never attached
 }
 
-// attachPolicy builds the policy of the loaded config and workspace.
-func (a *app) attachPolicy() (*attachPolicy, error) {
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return nil, err
-	}
+// newAttachPolicy builds the policy of the config of the workspace at
+// root (its attach_roots relative to the current folder).
+func newAttachPolicy(root string, cfg *config.Config) (*attachPolicy, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	p := &attachPolicy{roots: []string{filepath.Clean(a.root)}, hidden: cfg.Courier.Outbound.AttachHidden,
-		monoco: filepath.Join(a.root, ".monoco")}
+	p := &attachPolicy{roots: []string{filepath.Clean(root)}, hidden: cfg.Courier.Outbound.AttachHidden,
+		monoco: filepath.Join(root, ".monoco")}
 	for _, r := range cfg.AttachRootDirs(cwd) {
 		abs, err := filepath.Abs(r)
 		if err != nil {
