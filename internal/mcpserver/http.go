@@ -5,9 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
-	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,7 +34,7 @@ type HTTP struct {
 	// closed refuses every request: no token is configured and anonymous
 	// use was not allowed (courier.mcp.allow_anonymous).
 	closed bool
-	max    int // sessions at once
+	bound  sessionBound
 	cancel context.CancelFunc
 }
 
@@ -42,7 +42,7 @@ type HTTP struct {
 // serving s as courier.mcp (cfg) says. A token file that cannot be read is
 // a fault.Config error naming the key.
 func NewHTTP(s *Server, root string, cfg config.MCP, log *slog.Logger) (*HTTP, error) {
-	h := &HTTP{s: s, max: cfg.MaxSessions, closed: cfg.TokenFile == "" && !cfg.AllowAnonymous}
+	h := &HTTP{s: s, bound: sessionBound{max: cfg.MaxSessions}, closed: cfg.TokenFile == "" && !cfg.AllowAnonymous}
 	if cfg.TokenFile != "" {
 		path := cfg.TokenFile
 		if !filepath.IsAbs(path) {
@@ -121,16 +121,15 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.admit(w, r) {
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.max > 0 && opensSession(r) {
-		n := 0
-		for range h.s.srv.Sessions() {
-			n++
-		}
-		if n >= h.max {
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		release, n, ok := h.bound.take(h.s.srv.Sessions)
+		if !ok {
 			w.Header().Set("Retry-After", "10")
 			http.Error(w, fmt.Sprintf("mcp: %d sessions are open, the most there may be (courier.mcp.max_sessions)", n), http.StatusServiceUnavailable)
 			return
 		}
+		defer release()
+		w = &answering{ResponseWriter: w, release: release}
 	}
 	h.h.ServeHTTP(w, r)
 }
@@ -161,30 +160,83 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// opensSession reports whether a request without a session opens one:
-// an initialize (or what cannot be read as a single request, left to the
-// SDK to refuse). A client of the 2026-07-28 protocol first asks
-// server/discover, which opens none; counted, the session the SDK keeps
-// for it a moment after answering made the bound refuse the initialize
-// that follows (now and then: TestMCPHTTPGuards). The body's first 64 KiB
-// are read (an initialize is far smaller) and put back.
-func opensSession(r *http.Request) bool {
-	head, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	if err != nil {
-		return true
-	}
-	var call struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(head, &call) != nil {
-		return true
-	}
-	return call.Method != "server/discover"
+// sessionBound is courier.mcp.max_sessions. A session is open once its
+// initialize has been handled (the SDK's session then holds its
+// InitializeParams). A request without a session id (an initialize, or
+// the server/discover a client of the 2026-07-28 protocol sends first)
+// may open one, and holds a place from its admission until the first
+// byte of its answer is written: by then an initialize's session counts
+// as open (the SDK handles the call before it writes the answer), and a
+// client that has the answer and asks again finds the place free.
+//
+// Not counted: a session the SDK holds for a discover, or for an
+// initialize that failed, which it closes a moment after answering (the
+// client has the answer before that session is gone). Counted, it made
+// the bound refuse the initialize a go-sdk client sends right after its
+// discover (TestMCPHTTPGuards, now and then under load). Counting and
+// taking a place happen under one lock, so requests that arrive together
+// cannot all take the last place.
+type sessionBound struct {
+	max     int // 0: no bound
+	mu      sync.Mutex
+	pending int // requests without a session admitted and not yet answered
 }
+
+// take takes a place for a request without a session id, given the
+// server's sessions; release gives it back (call it once the answer is
+// started, or the request ends). When there is no place, ok is false and
+// n says how many are taken.
+func (b *sessionBound) take(sessions func() iter.Seq[*mcp.ServerSession]) (release func(), n int, ok bool) {
+	if b.max <= 0 {
+		return func() {}, 0, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n = b.pending
+	for ss := range sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
+	}
+	if n >= b.max {
+		return nil, n, false
+	}
+	b.pending++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.pending--
+			b.mu.Unlock()
+		})
+	}, n, true
+}
+
+// answering calls release before the first byte of the answer is written
+// (its header, its body, or a flush).
+type answering struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (w *answering) WriteHeader(code int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *answering) Write(p []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError is what http.ResponseController calls to flush.
+func (w *answering) FlushError() error {
+	w.release()
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer's other controls.
+func (w *answering) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // localOrigin reports whether an Origin is a page of this machine.
 func localOrigin(o string) bool {
