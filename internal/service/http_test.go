@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -140,33 +141,83 @@ func TestHTTPLargeHeaders(t *testing.T) {
 // TestHTTPConnectionCap: with MaxConns connections held by clients that
 // send nothing, the next client waits (in the kernel's backlog, costing
 // the process nothing) and is served once the server has closed one of
-// them at ReadHeaderTimeout: its answer comes after that close, never
-// before.
+// them at ReadHeaderTimeout: the server takes it only after that close,
+// never before. The order is the server's own (when it closed and when it
+// accepted), not when the clients' goroutines got to note it: a client
+// that saw its connection closed could note it after the next client was
+// already served.
 func TestHTTPConnectionCap(t *testing.T) {
-	addr := startHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), testHTTPLimits())
-	closed := make(chan time.Time, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &recordingListener{Listener: ln}
+	lim := testHTTPLimits()
+	srv := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), lim, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(LimitListener(rl, lim.MaxConns)) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	addr := ln.Addr().String()
+	closed := make(chan struct{}, 2)
 	for range 2 {
 		c := dialHTTP(t, addr)
-		go func() { closedBy(t, c); closed <- time.Now() }()
+		go func() { closedBy(t, c); closed <- struct{}{} }()
 	}
-	served := make(chan time.Time, 1)
-	go func() {
-		c := &http.Client{Timeout: 20 * time.Second}
-		resp, err := c.Get("http://" + addr + "/health")
-		if err != nil {
-			t.Error(err)
-			served <- time.Time{}
-			return
-		}
-		resp.Body.Close()
-		served <- time.Now()
-	}()
-	at := <-served
-	first := <-closed
-	if at.IsZero() {
-		return
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get("http://" + addr + "/health")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if at.Before(first) {
-		t.Errorf("served at %v, before any of the %d held connections was closed (%v): the cap does not hold", at, 2, first)
+	resp.Body.Close()
+	<-closed
+	if closes := rl.closesAt(2); closes < 1 {
+		t.Errorf("the third connection was accepted before any of the %d held connections was closed: the cap does not hold", 2)
 	}
+}
+
+// recordingListener counts the connections it closed, and notes how many
+// were closed when it accepted each.
+type recordingListener struct {
+	net.Listener
+	mu       sync.Mutex
+	closes   int
+	atAccept []int
+}
+
+func (l *recordingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.atAccept = append(l.atAccept, l.closes)
+	l.mu.Unlock()
+	return &recordingConn{Conn: c, l: l}, nil
+}
+
+// closesAt is how many connections were closed when the i-th (from 0) was
+// accepted.
+func (l *recordingListener) closesAt(i int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i >= len(l.atAccept) {
+		return -1
+	}
+	return l.atAccept[i]
+}
+
+type recordingConn struct {
+	net.Conn
+	l    *recordingListener
+	once sync.Once
+}
+
+func (c *recordingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.closes++
+		c.l.mu.Unlock()
+	})
+	return err
 }
