@@ -73,7 +73,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	app.close()
 	if err == nil {
-		return app.exitCode
+		return 0
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -28,7 +28,6 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	exitCode       int
 
 	rootFlag   string
 	configFlag string
@@ -145,7 +144,7 @@ func findWorkspace(dir string) string {
 	}
 }
 
-// mailbox opens the workspace's mailbox.
+// Mailbox opens the workspace's mailbox (once).
 func (a *app) Mailbox() (*mailbox.Mailbox, error) {
 	if a.mb != nil {
 		return a.mb, nil
@@ -175,7 +174,7 @@ func (a *app) Mailbox() (*mailbox.Mailbox, error) {
 	return mb, nil
 }
 
-// dropzone opens the workspace's dropzone.
+// Dropzone opens the workspace's dropzone (once), held to limits.max_artifact_bytes.
 func (a *app) Dropzone() (*dropzone.Store, error) {
 	if a.dz != nil {
 		return a.dz, nil
