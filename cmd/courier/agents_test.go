@@ -30,6 +30,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/monoco/courier/internal/agentapi"
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -62,7 +63,7 @@ func serveAgents(t testing.TB, ws string) {
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
-	mb, err := a.mailbox()
+	mb, err := a.Mailbox()
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
@@ -70,10 +71,11 @@ func serveAgents(t testing.TB, ws string) {
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
-	comp, srv, closeDZ, err := a.agentSocket(cfg, mb, set, slog.New(slog.DiscardHandler))
+	b, err := agents.NewBackend(a.root, cfg, mb, set)
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
+	comp, srv := agents.Socket(a.root, b, slog.New(slog.DiscardHandler))
 	if err := comp.Start(context.Background()); err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
@@ -82,7 +84,7 @@ func serveAgents(t testing.TB, ws string) {
 		comp.Stop(context.Background())
 		_, peak := srv.Conns()
 		servedConns.Add(int64(peak))
-		closeDZ()
+		b.Close()
 		a.close()
 		agentSocketsMu.Lock()
 		delete(agentSockets, ws)

@@ -3,29 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/agentapi"
-	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/internal/agents"
 )
 
-// result is one line of a claim, done or fail answer, shaped like
-// upstream's API responses; the service answers with the same.
-type result = agentapi.Result
+// verb is one of claim, done and fail on one id, on a connection that
+// goes to the service or to the mailbox (agents.Local).
+type verb func(ctx context.Context, c *agents.Conn, id string) (agentapi.Outcome, error)
 
-// verb is one of claim, done and fail, both ways: acting on the mailbox
-// (direct), or asking the service (remote).
-type verb struct {
-	direct func(ctx context.Context, mb *mailbox.Mailbox, id string) (result, error)
-	remote func(ctx context.Context, c *agentapi.Client, id string) (agentapi.Outcome, error)
-}
-
-// each runs v on every id, through the service while it runs (see
-// agents.go), prints a result per id, and returns the exit status of the
+// each runs v on every id, through the service while it runs (package
+// agents), prints a result per id, and returns the exit status of the
 // first failure.
 func (a *app) each(ctx context.Context, args []string, format string, v verb) error {
 	if err := checkFormat(format, []string{"text", "json"}); err != nil {
@@ -35,28 +27,22 @@ func (a *app) each(ctx context.Context, args []string, format string, v verb) er
 	if err != nil {
 		return err
 	}
-	svc, err := a.service(ctx, true)
+	l, err := a.local()
 	if err != nil {
 		return err
 	}
-	var mb *mailbox.Mailbox
-	if svc != nil {
-		defer svc.Close()
-	} else if mb, err = a.mailbox(); err != nil {
+	c, err := l.Dial(ctx)
+	if err != nil {
 		return err
 	}
+	defer c.Close()
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
 	first := 0
 	for _, id := range ids {
-		var o agentapi.Outcome
-		if svc != nil {
-			if o, err = v.remote(ctx, svc, id); err != nil {
-				return serviceError(err)
-			}
-		} else {
-			r, err := v.direct(ctx, mb, id)
-			o = outcome(id, r, err)
+		o, err := v(ctx, c, id)
+		if err != nil {
+			return err
 		}
 		r := o.Result
 		if o.Code != 0 && first == 0 {
@@ -75,52 +61,10 @@ func (a *app) each(ctx context.Context, args []string, format string, v verb) er
 		}
 	}
 	if first != 0 {
-		return &exitError{code: first, silent: true}
+		return &exitError{code: first}
 	}
 	return nil
 }
-
-// outcome is the answer for one id: the result of an operation, or what
-// went wrong with it, and the exit code that goes with it.
-func outcome(id string, r result, err error) agentapi.Outcome {
-	r.MessageID = id
-	if err == nil {
-		r.Success = true
-		return agentapi.Outcome{Result: r}
-	}
-	r.Success = false
-	r.Error = errorKind(err)
-	r.Message = err.Error()
-	var ce *mailbox.ConflictError
-	if errors.As(err, &ce) {
-		r.Status = string(ce.Status)
-		r.ClaimedBy = ce.Holder
-		if !ce.ExpiresAt.IsZero() {
-			r.ExpiresAt = &ce.ExpiresAt
-		}
-		if !ce.RetryAt.IsZero() {
-			r.RetryAt = &ce.RetryAt
-		}
-	}
-	return agentapi.Outcome{Result: r, Code: exitCode(err)}
-}
-
-func errorKind(err error) string {
-	var ce *mailbox.ConflictError
-	switch {
-	case errors.As(err, &ce) && ce.Status == mailbox.StatusClaimed:
-		return "already_claimed"
-	case errors.As(err, &ce):
-		return "conflict"
-	case errors.Is(err, mailbox.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, mailbox.ErrBusy):
-		return "timeout"
-	}
-	return "error"
-}
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func (a *app) claimCommand() *cobra.Command {
 	var timeout time.Duration
@@ -136,13 +80,8 @@ agent (or done, or failed and waiting to be retried), 4 database timeout.`,
   courier list --status new --format id | courier claim -`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.each(cmd.Context(), args, format, verb{
-				direct: func(ctx context.Context, mb *mailbox.Mailbox, id string) (result, error) {
-					return claimOne(ctx, mb, id, a.agent(), timeout)
-				},
-				remote: func(ctx context.Context, c *agentapi.Client, id string) (agentapi.Outcome, error) {
-					return c.Claim(ctx, agentapi.ClaimRequest{ID: id, Agent: a.explicitAgent(), Timeout: timeout})
-				},
+			return a.each(cmd.Context(), args, format, func(ctx context.Context, c *agents.Conn, id string) (agentapi.Outcome, error) {
+				return c.Claim(ctx, agentapi.ClaimRequest{ID: id, Agent: a.explicitAgent(), Timeout: timeout})
 			})
 		},
 	}
@@ -158,13 +97,8 @@ func (a *app) doneCommand() *cobra.Command {
 		Short: "Mark claimed messages processed: they move to archive/ with processed_at",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.each(cmd.Context(), args, format, verb{
-				direct: func(ctx context.Context, mb *mailbox.Mailbox, id string) (result, error) {
-					return doneOne(ctx, mb, id, a.agent())
-				},
-				remote: func(ctx context.Context, c *agentapi.Client, id string) (agentapi.Outcome, error) {
-					return c.Done(ctx, agentapi.DoneRequest{ID: id, Agent: a.explicitAgent()})
-				},
+			return a.each(cmd.Context(), args, format, func(ctx context.Context, c *agents.Conn, id string) (agentapi.Outcome, error) {
+				return c.Done(ctx, agentapi.DoneRequest{ID: id, Agent: a.explicitAgent()})
 			})
 		},
 	}
@@ -188,13 +122,8 @@ it is set aside in .deadletter/<provider>/ with the reason in the file.`,
 			if permanent {
 				retryable = false
 			}
-			return a.each(cmd.Context(), args, format, verb{
-				direct: func(ctx context.Context, mb *mailbox.Mailbox, id string) (result, error) {
-					return failOne(ctx, mb, id, a.agent(), reason, retryable)
-				},
-				remote: func(ctx context.Context, c *agentapi.Client, id string) (agentapi.Outcome, error) {
-					return c.Fail(ctx, agentapi.FailRequest{ID: id, Agent: a.explicitAgent(), Reason: reason, Retryable: retryable})
-				},
+			return a.each(cmd.Context(), args, format, func(ctx context.Context, c *agents.Conn, id string) (agentapi.Outcome, error) {
+				return c.Fail(ctx, agentapi.FailRequest{ID: id, Agent: a.explicitAgent(), Reason: reason, Retryable: retryable})
 			})
 		},
 	}
@@ -204,42 +133,4 @@ it is set aside in .deadletter/<provider>/ with the reason in the file.`,
 	fl.BoolVar(&permanent, "permanent", false, "do not retry: set the message aside at once (same as --retryable=false)")
 	fl.StringVar(&format, "format", "text", "text or json")
 	return c
-}
-
-// claimOne, doneOne and failOne are the verbs on one message, for agent:
-// the command line runs them on the mailbox without the service, and the
-// service runs them for the agents that ask it.
-func claimOne(ctx context.Context, mb *mailbox.Mailbox, id, agent string, timeout time.Duration) (result, error) {
-	cl, err := mb.Claim(ctx, id, agent, timeout)
-	if err != nil {
-		return result{}, err
-	}
-	what := "claimed"
-	if cl.Renewed {
-		what = "renewed claim on"
-	}
-	return result{Status: "claimed", ClaimedBy: cl.Agent, ClaimedAt: &cl.ClaimedAt, ExpiresAt: &cl.ExpiresAt,
-		Message: fmt.Sprintf("%s %s as %s until %s", what, id, agent, stamp(cl.ExpiresAt))}, nil
-}
-
-func doneOne(ctx context.Context, mb *mailbox.Mailbox, id, agent string) (result, error) {
-	rel, err := mb.Done(ctx, id, agent)
-	if err != nil {
-		return result{}, err
-	}
-	return result{Status: "done", Path: rel, Message: fmt.Sprintf("done %s -> %s", id, rel)}, nil
-}
-
-func failOne(ctx context.Context, mb *mailbox.Mailbox, id, agent, reason string, retryable bool) (result, error) {
-	r, err := mb.Fail(ctx, id, agent, reason, retryable)
-	if err != nil {
-		return result{}, err
-	}
-	msg := fmt.Sprintf("failed %s (%d time(s)); ", id, r.Failures)
-	if r.Status == mailbox.StatusDead {
-		msg += "set aside in " + r.Path
-	} else {
-		msg += "can be claimed again from " + stamp(*r.RetryAt)
-	}
-	return result{Status: string(r.Status), Failures: r.Failures, RetryAt: r.RetryAt, Path: r.Path, Message: msg}, nil
 }

@@ -1,37 +1,19 @@
 package main
 
-// courier start | stop | restart: the service without systemd, as
-// upstream's Courier CLI documents them (05_Courier_CLI §3). `start` runs
-// `courier serve` detached (the binary run again in a session of its own,
-// stdin from /dev/null, stdout and stderr to the log file: a Go process is
-// never forked) and waits for the READY=1 serve sends to systemd, on a
-// notify socket of its own; `stop` sends SIGTERM and waits for the process
-// to end. Which process is the service is the workspace lock's to say
-// (internal/service: Probe); the pid file is its label. Under systemd
-// the same verbs act through systemctl (systemd.go).
+// courier start | stop | restart | logs: the service without systemd
+// (package daemon), or through systemctl when systemd runs it.
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/monoco/courier/internal/config"
-	"github.com/monoco/courier/internal/service"
-	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/internal/daemon"
+	"github.com/monoco/courier/internal/fault"
 )
 
 // daemonCommands are start, stop, restart and logs.
@@ -47,15 +29,9 @@ type startOpts struct {
 }
 
 type stopOpts struct {
-	timeout time.Duration // 0: courier.outbound.shutdown_grace + stopMargin
+	timeout time.Duration // 0: courier.outbound.shutdown_grace + daemon.StopMargin
 	force   bool
 }
-
-// stopMargin is how much longer than courier.outbound.shutdown_grace stop
-// waits by default: the grace bounds the sends in flight; the rest of the
-// shutdown (flushing debounce groups, closing the database) is quick. The
-// systemd unit's TimeoutStopSec=45 is the same sum.
-const stopMargin = 15 * time.Second
 
 func (a *app) startCommand() *cobra.Command {
 	var o startOpts
@@ -133,18 +109,17 @@ func (a *app) restartCommand() *cobra.Command {
 		Short: "Stop the service, then start it (start it if it was not running)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
+			d, err := a.daemon()
 			if err != nil {
 				return err
 			}
-			if u, ok, err := a.systemdUnit(cmd.Context(), cfg); err != nil {
+			if u, ok, err := d.SystemdUnit(cmd.Context()); err != nil {
 				return err
 			} else if ok {
-				return a.systemctlVerb(cmd.Context(), u, "restart")
+				return d.Systemctl(cmd.Context(), u, "restart")
 			}
 			err = a.stop(cmd.Context(), so)
-			var ee *exitError
-			if errors.As(err, &ee) && ee.code == exitNoService {
+			if err != nil && fault.KindOf(err) == fault.NoService {
 				fmt.Fprintln(a.stdout, "courier was not running")
 			} else if err != nil {
 				return err
@@ -188,234 +163,35 @@ func (s *seconds) Set(v string) error {
 
 func (s *seconds) Type() string { return "duration" }
 
-// pidPath is the pid file of the workspace's service.
-func (a *app) pidPath() string {
-	return filepath.Join(mailbox.Layout{Root: a.root}.State(), "courier.pid")
-}
-
-// lockPath is the workspace lock serve and fetch take (openExclusive).
-func (a *app) lockPath() string {
-	return filepath.Join(mailbox.Layout{Root: a.root}.State(), "serve.lock")
-}
-
-// running is what start, stop and restart know of the workspace's service.
-type running struct {
-	pid   int  // the lock holder's pid (0: none, or not written yet)
-	serve bool // the holder is a serve (its pid is in the pid file), not a fetch pass
-	held  bool
-}
-
-// probe finds the service of the workspace and removes a stale pid file:
-// one whose process is gone, or whose pid now names another program
-// (nothing holds the lock, so no serve of this workspace runs, whatever
-// that pid is doing).
-func (a *app) probe() (running, error) {
-	h, err := service.Probe(a.lockPath())
+// daemon is the workspace's service, as start, stop and logs see it.
+func (a *app) daemon() (*daemon.Daemon, error) {
+	cfg, err := a.loadConfig()
 	if err != nil {
-		return running{}, err
+		return nil, err
 	}
-	filePID, ferr := service.ReadPIDFile(a.pidPath())
-	if !h.Held {
-		if filePID != 0 || ferr != nil {
-			why := "no longer running"
-			if ferr != nil {
-				why = "unreadable"
-			} else if unix.Kill(filePID, 0) != unix.ESRCH {
-				why = "now another program, not courier serve of this workspace"
-			}
-			if err := os.Remove(a.pidPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return running{}, fmt.Errorf("removing the stale pid file: %w", err)
-			}
-			fmt.Fprintf(a.stderr, "removed a stale pid file (pid %d: %s)\n", filePID, why)
-		}
-		return running{}, nil
-	}
-	r := running{held: true, pid: h.PID}
-	if r.pid == 0 {
-		// The holder has the lock but has not written its pid yet: the
-		// pid file, once written, is its.
-		r.pid = filePID
-	}
-	r.serve = filePID != 0 && filePID == r.pid
-	return r, nil
-}
-
-func (r running) String() string {
-	if r.serve {
-		return fmt.Sprintf("the service is already running (pid %d; `courier stop` stops it)", r.pid)
-	}
-	if r.pid != 0 {
-		return fmt.Sprintf("pid %d holds the workspace (a `courier fetch` pass, or a serve that is starting)", r.pid)
-	}
-	return "another process holds the workspace (a serve that is starting, or a `courier fetch` pass)"
+	return &daemon.Daemon{Root: a.root, Config: cfg, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}, nil
 }
 
 // start runs serve in the background and waits until it is ready.
 func (a *app) start(ctx context.Context, o startOpts) error {
-	cfg, err := a.loadConfig()
+	d, err := a.daemon()
 	if err != nil {
 		return err
 	}
-	if u, ok, err := a.systemdUnit(ctx, cfg); err != nil {
-		return err
-	} else if ok {
-		return a.systemctlVerb(ctx, u, "start")
-	}
-	if mailbox.Initialized(a.root) {
-		r, err := a.probe()
-		if err != nil {
-			return err
-		}
-		if r.held {
-			return withCode(exitConflict, errors.New(r.String()))
-		}
-	}
-	if err := refuseRootInOthersWorkspace(a.root); err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("start: finding this program to run it: %w", err)
-	}
-	logPath := cfg.LogPath(a.root)
-	logf, err := openServiceLog(logPath)
-	if err != nil {
-		return withCode(exitCantCreat, err)
-	}
-	defer logf.Close()
-	from, _ := logf.Seek(0, io.SeekEnd)
-
-	// READY=1 comes on a socket in a folder only this user can enter.
-	dir, err := os.MkdirTemp("", "courier-start-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(dir, "notify"), Net: "unixgram"})
-	if err != nil {
-		return fmt.Errorf("start: notify socket: %w", err)
-	}
-	defer notify.Close()
-
-	args := []string{"--root", a.root}
-	if cfg.Path != "" {
-		p, _ := filepath.Abs(cfg.Path)
-		args = append(args, "--config", p)
-	}
-	args = append(args, "serve", "--log-file", logPath)
 	if o.debug && o.lf.level == "" {
 		o.lf.level = "debug"
 	}
-	if o.lf.level != "" {
-		args = append(args, "--log-level", o.lf.level)
+	st, err := d.Start(ctx, daemon.StartOptions{Timeout: o.timeout, LogLevel: o.lf.level, LogFormat: o.lf.format})
+	if err != nil || st.Systemd {
+		return err
 	}
-	if o.lf.format != "" {
-		args = append(args, "--log-format", o.lf.format)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Dir = a.root
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(daemonEnv(os.Environ()), "NOTIFY_SOCKET="+notify.LocalAddr().String())
-	// A session of its own: no controlling terminal, no SIGHUP or ^C
-	// from the one start ran in.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return withCode(exitUnavailable, fmt.Errorf("start: %w", err))
-	}
-	pid := cmd.Process.Pid
-
-	ready := make(chan struct{})
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := notify.Read(b)
-			if err != nil {
-				return
-			}
-			for l := range strings.SplitSeq(string(b[:n]), "\n") {
-				if l == "READY=1" {
-					close(ready)
-					return
-				}
-			}
-		}
-	}()
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	timer := time.NewTimer(o.timeout)
-	defer timer.Stop()
-
-	select {
-	case <-ready:
-		cmd.Process.Release()
-		a.printStarted(cfg, pid, logPath)
-		return nil
-	case <-exited:
-		code := cmd.ProcessState.ExitCode()
-		msg := fmt.Sprintf("courier serve exited at start (exit %d); the log's last lines (%s):\n%s", code, logPath, logTail(logPath, from, 20))
-		switch code {
-		case exitConfig, exitConflict:
-			return withCode(code, errors.New(msg))
-		}
-		return withCode(exitUnavailable, errors.New(msg))
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	// Not ready in time (or start interrupted): a service half started is
-	// worse than none; stop it, as systemd does at TimeoutStartSec.
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(cfg.Courier.Outbound.ShutdownGrace.D() + stopMargin):
-		cmd.Process.Kill()
-		<-exited
-	}
-	why := fmt.Sprintf("did not say it was ready within %v", o.timeout)
-	if ctx.Err() != nil {
-		why = "was interrupted while starting"
-	}
-	return withCode(exitUnavailable, fmt.Errorf("courier serve (pid %d) %s and was stopped; the log's last lines (%s):\n%s", pid, why, logPath, logTail(logPath, from, 20)))
+	a.printStarted(d.Config, st)
+	return nil
 }
 
-// refuseRootInOthersWorkspace refuses a start by root in a workspace
-// another user owns (the service's, under a careless sudo): the service
-// would write files of root's into it, which the owner's service could
-// not then change.
-func refuseRootInOthersWorkspace(root string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	var st unix.Stat_t
-	if unix.Stat(mailbox.Layout{Root: root}.Monoco(), &st) != nil || st.Uid == 0 {
-		return nil
-	}
-	name := strconv.Itoa(int(st.Uid))
-	if u, err := user.LookupId(name); err == nil {
-		name = u.Username
-	}
-	return withCode(exitNoPerm, fmt.Errorf("the workspace %s belongs to %s: start the service as that user (runuser -u %s -- courier start), not as root", root, name, name))
-}
-
-// daemonEnv is the environment of a detached serve: start's, without what
-// systemd gave start itself (a notify socket, a watchdog, sockets), which
-// are not the service's.
-func daemonEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "COURIER_CPUPROFILE":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-func (a *app) printStarted(cfg *config.Config, pid int, logPath string) {
+func (a *app) printStarted(cfg *config.Config, st *daemon.Started) {
 	w := a.stdout
-	fmt.Fprintf(w, "courier started (pid %d)\n", pid)
+	fmt.Fprintf(w, "courier started (pid %d)\n", st.PID)
 	fmt.Fprintf(w, "  http     http://%s (/health, /metrics)\n", cfg.Courier.HTTP.Listen)
 	fmt.Fprintf(w, "  socket   %s\n", cfg.SocketPath(a.root))
 	if e := cfg.Courier.Adapters.Email; e.Enabled {
@@ -426,143 +202,53 @@ func (a *app) printStarted(cfg *config.Config, pid int, logPath string) {
 			fmt.Fprintf(w, "  lmtp     %s (receiver)\n", e.Receiver.LMTP)
 		}
 	}
-	fmt.Fprintf(w, "  log      %s (courier logs -f)\n", logPath)
-	fmt.Fprintf(w, "  pid file %s\n", a.pidPath())
+	fmt.Fprintf(w, "  log      %s (courier logs -f)\n", st.LogPath)
+	fmt.Fprintf(w, "  pid file %s\n", daemon.PIDPath(a.root))
 }
 
 // stop stops the workspace's service and waits for it to end.
 func (a *app) stop(ctx context.Context, o stopOpts) error {
-	cfg, err := a.loadConfig()
+	d, err := a.daemon()
 	if err != nil {
 		return err
 	}
-	if u, ok, err := a.systemdUnit(ctx, cfg); err != nil {
-		return err
-	} else if ok {
-		return a.systemctlVerb(ctx, u, "stop")
-	}
-	if !mailbox.Initialized(a.root) {
-		return withCode(exitNoService, fmt.Errorf("the service is not running (no mailbox in %s)", a.root))
-	}
-	r, err := a.probe()
-	if err != nil {
-		return err
-	}
+	st, err := d.Stop(ctx, daemon.StopOptions{Timeout: o.timeout, Force: o.force})
 	switch {
-	case !r.held:
-		return withCode(exitNoService, errors.New("the service is not running"))
-	case !r.serve:
-		return withCode(exitNoService, fmt.Errorf("the service is not running: %s", r))
-	}
-	timeout := o.timeout
-	if timeout <= 0 {
-		timeout = cfg.Courier.Outbound.ShutdownGrace.D() + stopMargin
-	}
-	began := time.Now()
-	// A pidfd names this process for good: if it ends and its pid is
-	// reused meanwhile, the wait below still ends with it.
-	pidfd, perr := unix.PidfdOpen(r.pid, 0)
-	if perr == nil {
-		defer unix.Close(pidfd)
-		// The pid was read from the lock; it must still hold it now that it
-		// is pinned, or it is not the service any more.
-		if h, err := service.Probe(a.lockPath()); err != nil || !h.Held || h.PID != r.pid {
-			return withCode(exitNoService, errors.New("the service is not running (it stopped just now)"))
-		}
-	}
-	if err := unix.Kill(r.pid, unix.SIGTERM); err != nil {
-		if errors.Is(err, unix.EPERM) {
-			return withCode(exitNoPerm, fmt.Errorf("the service (pid %d) runs as another user: stop it as that user (or through systemd, courier.systemd.unit)", r.pid))
-		}
-		if errors.Is(err, unix.ESRCH) {
-			return withCode(exitNoService, errors.New("the service is not running (it stopped just now)"))
-		}
+	case err != nil || st.Systemd:
 		return err
+	case st.Killed:
+		fmt.Fprintf(a.stdout, "courier did not stop within %v: killed (pid %d); what was in flight is retried at the next start\n", st.Timeout, st.PID)
+	default:
+		fmt.Fprintf(a.stdout, "courier stopped (pid %d, in %.1fs)\n", st.PID, st.Took.Seconds())
 	}
-	if waitExit(ctx, r.pid, pidfd, perr == nil, timeout) {
-		service.RemovePIDFile(a.pidPath(), r.pid)
-		fmt.Fprintf(a.stdout, "courier stopped (pid %d, in %.1fs)\n", r.pid, time.Since(began).Seconds())
-		return nil
-	}
-	if ctx.Err() != nil {
-		return withCode(exitTimeout, fmt.Errorf("interrupted: the service (pid %d) is still stopping", r.pid))
-	}
-	if !o.force {
-		return withCode(exitTimeout, fmt.Errorf("the service (pid %d) is still stopping after %v (see `courier logs`); wait, or `courier stop --force` to kill it", r.pid, timeout))
-	}
-	unix.Kill(r.pid, unix.SIGKILL)
-	if !waitExit(ctx, r.pid, pidfd, perr == nil, 10*time.Second) {
-		return withCode(exitTimeout, fmt.Errorf("the service (pid %d) did not die of SIGKILL within 10s", r.pid))
-	}
-	service.RemovePIDFile(a.pidPath(), r.pid)
-	fmt.Fprintf(a.stdout, "courier did not stop within %v: killed (pid %d); what was in flight is retried at the next start\n", timeout, r.pid)
 	return nil
 }
 
-// waitExit waits until the process ends: until its pidfd is readable, or,
-// on a kernel without pidfds (before 5.3), until kill(pid, 0) fails.
-func waitExit(ctx context.Context, pid, pidfd int, havePidfd bool, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return false
-		}
-		// Short slices, so that ^C is heard.
-		slice := min(left, 200*time.Millisecond)
-		if havePidfd {
-			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, int(slice.Milliseconds())+1)
-			if err == nil && n > 0 {
-				return true
+func (a *app) logsCommand() *cobra.Command {
+	var (
+		follow bool
+		lines  int
+	)
+	c := &cobra.Command{
+		Use:   "logs",
+		Short: "Print the service's log (the last lines; -f follows it); journalctl under systemd",
+		Long: `Print the last lines of the log of the service ` + "`courier start`" + ` runs
+(courier.log.file, .monoco/logs/courier.log), going back into the rotated
+files when the current one is shorter; -f then follows it, across
+rotations, until interrupted. Under systemd it runs journalctl -u UNIT.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if lines < 0 {
+				return usageError("--lines %d: want 0 or more", lines)
 			}
-			if err != nil && !errors.Is(err, unix.EINTR) {
-				return false
+			d, err := a.daemon()
+			if err != nil {
+				return err
 			}
-			continue
-		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			return true
-		}
-		time.Sleep(min(slice, 20*time.Millisecond))
+			return d.Logs(cmd.Context(), lines, follow)
+		},
 	}
-}
-
-// openServiceLog opens the log file for a serve's stdout and stderr
-// (appending: concurrent writers never overwrite each other), creating it
-// and its folder.
-func openServiceLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
-	}
-	// O_NOFOLLOW: a link planted in the log's place is not written through.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
-	}
-	return f, nil
-}
-
-// logTail returns the last n lines of the log from offset from on (what
-// this start's serve wrote), indented.
-func logTail(path string, from int64, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	defer f.Close()
-	f.Seek(from, io.SeekStart)
-	var lines []string
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024)
-	for sc.Scan() {
-		lines = append(lines, "  "+sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
-		return "  (nothing)"
-	}
-	return strings.Join(lines, "\n")
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing what is written, across rotations, until interrupted")
+	c.Flags().IntVarP(&lines, "lines", "n", 10, "how many of the last lines to print")
+	return c
 }

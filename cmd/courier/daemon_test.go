@@ -21,8 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/monoco/courier/internal/config"
-	"github.com/monoco/courier/internal/service"
+	"github.com/monoco/courier/internal/daemon"
 	"github.com/monoco/courier/internal/testutil"
 )
 
@@ -46,7 +45,7 @@ func svRun(t *testing.T, ws string, env []string, args ...string) (stdout, stder
 // failed test leaves no daemon behind.
 func svCleanup(t *testing.T, ws string) {
 	t.Cleanup(func() {
-		h, err := service.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock"))
+		h, err := daemon.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock"))
 		if err == nil && h.Held && h.PID > 0 {
 			unix.Kill(h.PID, unix.SIGKILL)
 		}
@@ -138,7 +137,7 @@ func TestStartStop(t *testing.T) {
 	if got, err := svHealthPID(web); err != nil || got != pid {
 		t.Fatalf("/health right after start: pid %d, %v (start said %d)", got, err, pid)
 	}
-	if got, err := service.ReadPIDFile(svPIDFile(ws)); got != pid {
+	if got, err := daemon.ReadPIDFile(svPIDFile(ws)); got != pid {
 		t.Errorf("pid file names %d (%v), start said %d", got, err, pid)
 	}
 	out, _, code = svRun(t, ws, nil, "status")
@@ -328,7 +327,7 @@ func TestStartStalePIDFile(t *testing.T) {
 				t.Fatalf("start over a stale pid file: exit %d\n%s%s", code, out, e)
 			}
 			pid, _ := strconv.Atoi(svStartedRe.FindStringSubmatch(out)[1])
-			if got, _ := service.ReadPIDFile(svPIDFile(ws)); got != pid {
+			if got, _ := daemon.ReadPIDFile(svPIDFile(ws)); got != pid {
 				t.Errorf("pid file names %d, the service is %d", got, pid)
 			}
 			if got, err := svHealthPID(web); err != nil || got != pid {
@@ -378,7 +377,7 @@ func TestStartFailures(t *testing.T) {
 	if code != exitUnavailable || !strings.Contains(e, "exited at start (exit 69)") || !strings.Contains(e, "listen on "+busy.Addr().String()) {
 		t.Errorf("start of a serve that dies: exit %d\n%s", code, e)
 	}
-	if h, _ := service.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
+	if h, _ := daemon.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
 		t.Errorf("something holds the workspace after a failed start: pid %d", h.PID)
 	}
 	if _, err := os.Stat(svPIDFile(ws)); !errors.Is(err, os.ErrNotExist) {
@@ -513,77 +512,6 @@ func TestLogsFollow(t *testing.T) {
 	}
 }
 
-// The serve's log rotates by size, keeps max_files rotated files, and a
-// descriptor that was the log file (serve's stderr, for panics) follows
-// it into the new file.
-func TestLogFileRotates(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "logs", "courier.log")
-	std, err := openServiceLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer std.Close()
-	stdfd := int(std.Fd())
-	w, err := openLogFile(path, config.Log{MaxSizeMB: 1, MaxFiles: 2}, stdfd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if len(w.std) != 1 {
-		t.Fatalf("the descriptor on the log file is not kept on it: %v", w.std)
-	}
-	line := strings.Repeat("x", 1023) + "\n"
-	write := func(n int) {
-		for range n {
-			if _, err := w.Write([]byte(line)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	write(1500) // 1.5 MiB: one rotation
-	if got := rotatedLogs(path); len(got) != 1 {
-		t.Fatalf("after 1.5 MiB, rotated files %v", got)
-	}
-	fmt.Fprintf(std, "panic: marker\n")
-	cur, _ := os.ReadFile(path)
-	if !strings.HasSuffix(string(cur), "panic: marker\n") {
-		t.Errorf("what stderr writes after a rotation is not in the current log")
-	}
-	if fi, _ := os.Stat(path); fi.Size() > 1<<20 {
-		t.Errorf("current log is %d bytes, over the 1 MiB bound", fi.Size())
-	}
-	for range 4 { // four more rotations; lumberjack removes the oldest in the background
-		write(1100)
-	}
-	testutil.WaitFor(t, 10*time.Second, "at most 2 rotated files kept", func() bool { return len(rotatedLogs(path)) == 2 })
-}
-
-// unitOfCgroup finds the service unit a process runs in, and no unit for
-// a process in a login session or a terminal's scope.
-func TestUnitOfCgroup(t *testing.T) {
-	for _, c := range []struct {
-		cg   string
-		want unit
-		ok   bool
-	}{
-		{"0::/system.slice/courier.service\n", unit{name: "courier.service"}, true},
-		{"0::/system.slice/system-courier.slice/courier@work.service\n", unit{name: "courier@work.service"}, true},
-		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice/courier.service\n", unit{name: "courier.service", user: true}, true},
-		{"0::/user.slice/user-1000.slice/session-3.scope\n", unit{}, false},
-		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-terminal-123.scope\n", unit{}, false},
-		{"0::/user.slice/user-1000.slice/user@1000.service/init.scope\n", unit{}, false},
-		{"0::/\n", unit{}, false},
-		{"12:pids:/system.slice/courier.service\n1:name=systemd:/system.slice/courier.service\n", unit{name: "courier.service"}, true},
-		{"12:pids:/system.slice/courier.service\n", unit{}, false},
-	} {
-		got, ok := unitOfCgroup(c.cg)
-		if got != c.want || ok != c.ok {
-			t.Errorf("unitOfCgroup(%q) = %+v %v, want %+v %v", c.cg, got, ok, c.want, c.ok)
-		}
-	}
-}
-
 // svFakeSystemd puts a systemctl and a journalctl on PATH that record
 // their arguments, one call a line, and keep a unit's state in a file.
 func svFakeSystemd(t *testing.T) (env []string, calls func() []string) {
@@ -632,7 +560,7 @@ func TestSystemdVerbs(t *testing.T) {
 		t.Errorf("start: exit %d %s%s", code, out, e)
 	}
 	same("start", calls(), []string{"systemctl is-active courier-sv.service", "systemctl start courier-sv.service", "systemctl show --property=MainPID --value courier-sv.service"})
-	if h, _ := service.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
+	if h, _ := daemon.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
 		t.Errorf("start under systemd started a serve of its own (pid %d)", h.PID)
 	}
 	_, e, code = svRun(t, ws, env, "start")
@@ -746,7 +674,7 @@ func TestStartAsRootInOthersWorkspace(t *testing.T) {
 	if code != exitNoPerm || !strings.Contains(e, "start the service as that user") {
 		t.Errorf("root's start in another user's workspace: exit %d %s", code, e)
 	}
-	if h, _ := service.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
+	if h, _ := daemon.Probe(filepath.Join(ws, ".monoco/mailbox/.state/serve.lock")); h.Held {
 		t.Errorf("a serve started anyway (pid %d)", h.PID)
 	}
 }

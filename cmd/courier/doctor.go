@@ -15,6 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/mailview"
+	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -52,9 +55,9 @@ func (a *app) doctorCommand() *cobra.Command {
 			case failed > 0 && !checks[0].OK && checks[0].Check == "config":
 				// A config the service would refuse: what every verb
 				// exits with for it.
-				return &exitError{code: exitConfig, silent: true}
+				return silentExit(fault.Config)
 			case failed > 0:
-				return &exitError{code: exitUnavailable, silent: true}
+				return silentExit(fault.Unavailable)
 			}
 			return nil
 		},
@@ -78,7 +81,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		c := doctorCheck{Check: name, OK: err == nil, Detail: ok}
 		mark := "✓"
 		if err != nil {
-			c.Detail, mark = oneLine(err.Error()), "✗"
+			c.Detail, mark = mailview.OneLine(err.Error()), "✗"
 		}
 		checks = append(checks, c)
 		if print {
@@ -109,7 +112,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	for _, msg := range checkPermissions(cfg, l) {
 		report("permissions", errors.New(msg), "")
 	}
-	if mb, err := a.mailbox(); err != nil {
+	if mb, err := a.Mailbox(); err != nil {
 		report("database", err, "")
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -127,23 +130,31 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		// another program holds) fails here rather than at start.
 		report("http listen", checkListen(ctx, cfg.Courier.HTTP.Listen), cfg.Courier.HTTP.Listen+" can be bound")
 	}
+	a.doctorAdapters(ctx, cfg, live, rep.PID, report)
+	return checks
+}
+
+// doctorAdapters checks the outbound queues against the providers, and
+// runs every provider's checks (a listener the running service, pid,
+// holds is its).
+func (a *app) doctorAdapters(ctx context.Context, cfg *config.Config, live bool, pid int, report func(string, error, string)) {
 	set, err := a.buildProviders(cfg, providerEnv{log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
-		return checks
+		return
 	}
-	if mb, err := a.mailbox(); err == nil {
+	if mb, err := a.Mailbox(); err == nil {
 		for _, q := range a.stuckDrafts(ctx, mb, set) {
 			report("outbound/"+string(q.provider), q.err, "")
 		}
 	}
-	provChecks := set.checks()
+	provChecks := set.Checks()
 	if len(provChecks) == 0 {
 		report("adapters", nil, "none enabled")
 	}
 	for _, c := range provChecks {
 		if c.Listen && live {
-			report(c.Name, nil, fmt.Sprintf("listening in the running service (pid %d)", rep.PID))
+			report(c.Name, nil, fmt.Sprintf("listening in the running service (pid %d)", pid))
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -151,7 +162,6 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		cancel()
 		report(c.Name, err, "ok")
 	}
-	return checks
 }
 
 func checkLayout(l mailbox.Layout) error {
@@ -270,7 +280,7 @@ type stuckDraft struct {
 // stuckDrafts finds the drafts queued for a provider that cannot send as
 // configured (email without SMTP, a provider not enabled): they would
 // wait forever, and the agent that wrote them is waiting too.
-func (a *app) stuckDrafts(ctx context.Context, mb *mailbox.Mailbox, set providerSet) []stuckDraft {
+func (a *app) stuckDrafts(ctx context.Context, mb *mailbox.Mailbox, set providers.Set) []stuckDraft {
 	qs, err := mb.Outbound(ctx)
 	if err != nil {
 		return []stuckDraft{{provider: "", err: err}}
@@ -280,7 +290,7 @@ func (a *app) stuckDrafts(ctx context.Context, mb *mailbox.Mailbox, set provider
 		if q.Queued == 0 {
 			continue
 		}
-		if why := set.undelivered(q.Provider); why != "" {
+		if why := set.Undelivered(q.Provider); why != "" {
 			out = append(out, stuckDraft{q.Provider, fmt.Errorf("%d draft(s) queued that nothing will deliver: %s", q.Queued, why)})
 		}
 	}

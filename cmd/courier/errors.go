@@ -2,30 +2,9 @@ package main
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"strings"
 
-	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/mailbox"
-	"github.com/monoco/courier/schema"
-)
-
-// Exit codes: upstream's (1-4) and sysexits(3) for the rest.
-const (
-	exitOK          = 0
-	exitNotFound    = 1
-	exitConflict    = 2
-	exitNoService   = 3
-	exitTimeout     = 4
-	exitUsage       = 64 // EX_USAGE
-	exitDataErr     = 65 // EX_DATAERR: an invalid draft or file
-	exitNoInput     = 66 // EX_NOINPUT
-	exitUnavailable = 69 // EX_UNAVAILABLE
-	exitSoftware    = 70 // EX_SOFTWARE
-	exitCantCreat   = 73 // EX_CANTCREAT
-	exitIOErr       = 74 // EX_IOERR
-	exitConfig      = 78 // EX_CONFIG
+	"github.com/monoco/courier/internal/fault"
 )
 
 // errPrefix starts every error and warning the command line prints, under
@@ -33,62 +12,33 @@ const (
 // one style that scripts and agents can match.
 const errPrefix = "courier: "
 
-// exitError carries an exit code with an error. A silent one has already
-// been reported.
+// exitError is an exit code whose cause has already been reported (a
+// command that printed its refusals as it went).
 type exitError struct {
-	code   int
-	err    error
-	silent bool
+	code int
 }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
+func (e *exitError) Error() string { return "" }
 
-func (e *exitError) Unwrap() error { return e.err }
+// silentExit is the exit of a failure of kind k already reported.
+func silentExit(k fault.Kind) error { return &exitError{code: k.ExitCode()} }
 
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
-// exitCode maps an error to the exit code scripts rely on.
+// exitCode maps an error to the exit code scripts rely on: the table of
+// package fault, and usage for what cobra and pflag say of the command
+// line.
 func exitCode(err error) int {
 	var ee *exitError
-	var errs schema.Errors
 	switch {
 	case err == nil:
-		return exitOK
+		return 0
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, mailbox.ErrNotFound), errors.Is(err, dropzone.ErrNotFound):
-		return exitNotFound
-	case errors.Is(err, mailbox.ErrConflict):
-		return exitConflict
-	case errors.Is(err, mailbox.ErrBusy):
-		return exitTimeout
-	case errors.As(err, &errs), errors.Is(err, dropzone.ErrTooLarge), errors.Is(err, dropzone.ErrInvalidID),
-		errors.Is(err, mailbox.ErrUnsafePath): // a link or a FIFO where a mailbox file should be
-		return exitDataErr
-	case errors.Is(err, mailbox.ErrNotInitialized):
-		return exitNoInput
-	case errors.Is(err, fs.ErrNotExist):
-		return exitNoInput
-	case errors.Is(err, fs.ErrPermission):
-		return exitCantCreat
-	case isUsage(err):
-		return exitUsage
+	case !fault.Given(err) && isUsage(err):
+		if k := fault.KindOf(err); k == fault.IO || k == fault.Internal {
+			return fault.Usage.ExitCode()
+		}
 	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return exitIOErr
-	}
-	return exitSoftware
+	return fault.ExitCode(err)
 }
 
 // isUsage recognises cobra's and pflag's complaints about the command line.
@@ -105,5 +55,5 @@ func isUsage(err error) bool {
 
 // usageError is a mistake on the command line.
 func usageError(format string, args ...any) error {
-	return withCode(exitUsage, errorf(format, args...))
+	return fault.Errorf(fault.Usage, format, args...)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -90,7 +91,7 @@ func TestListReadSanitiseOldFiles(t *testing.T) {
 	if out, _, _ := cli(t, ws, "", "read", m.ID, "--raw"); out != string(file) {
 		t.Error("read --raw into a pipe is not the file byte for byte")
 	}
-	if got := visibleControls([]byte("a\x1bb\u202ec\td\n")); string(got) != `a\x1bb\u202ec`+"\td\n" {
+	if got := mailview.VisibleControls([]byte("a\x1bb\u202ec\td\n")); string(got) != `a\x1bb\u202ec`+"\td\n" {
 		t.Errorf("visibleControls = %q", got)
 	}
 }
@@ -264,23 +265,4 @@ func TestServeRefusesReadableSecrets(t *testing.T) {
 	os.Chmod(cfgPath, 0o644)
 	s = startServe(t, ws, web)
 	s.Stop(t)
-}
-
-// jsonSafeWriter escapes a rune whatever write it is cut across.
-func TestJSONSafeWriterSplitRunes(t *testing.T) {
-	in := []byte(`{"a":"x` + "\u202e" + `y` + "\u0085" + `z` + "\x7f" + `é€"}`)
-	want := `{"a":"x\u202ey\u0085z\u007fé€"}`
-	for cut1 := 0; cut1 <= len(in); cut1++ {
-		for cut2 := cut1; cut2 <= len(in); cut2++ {
-			var b strings.Builder
-			w := &jsonSafeWriter{w: &b}
-			w.Write(in[:cut1])
-			w.Write(in[cut1:cut2])
-			w.Write(in[cut2:])
-			w.Close()
-			if b.String() != want {
-				t.Fatalf("cut at %d and %d: %q, want %q", cut1, cut2, b.String(), want)
-			}
-		}
-	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -14,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/text/width"
 
+	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/mailbox"
-	"github.com/monoco/courier/schema"
 )
 
 // entryWriter prints entries in one of the list formats, streaming.
@@ -23,8 +21,7 @@ type entryWriter struct {
 	format string
 	w      *bufio.Writer
 	table  *tableWriter
-	enc    *json.Encoder
-	buf    bytes.Buffer
+	enc    mailview.EntryEncoder
 	n      int
 	now    time.Time
 }
@@ -46,9 +43,6 @@ func newEntryWriter(out io.Writer, format string) *entryWriter {
 	case "table":
 		ew.table = &tableWriter{w: ew.w}
 		ew.table.row("ID", "PROVIDER", "FROM", "STATUS", "TIME", "PREVIEW")
-	case "json":
-		ew.enc = json.NewEncoder(&ew.buf)
-		ew.enc.SetEscapeHTML(false)
 	}
 	return ew
 }
@@ -57,14 +51,14 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 	ew.n++
 	switch ew.format {
 	case "table":
-		ew.table.row(e.ID, string(e.Provider), cell(safeText(e.From.Name), 24), string(e.Status), ago(ew.now, e.Timestamp), cell(safeText(e.Preview), 50))
+		ew.table.row(e.ID, string(e.Provider), cell(mailview.SafeText(e.From.Name), 24), string(e.Status), mailview.Ago(ew.now, e.Timestamp), cell(mailview.SafeText(e.Preview), 50))
 		if ew.n%1000 == 0 {
 			return ew.table.flush() // keep memory flat on long listings
 		}
 		return nil
 	case "json":
-		ew.buf.Reset()
-		if err := ew.enc.Encode(e); err != nil {
+		line, err := ew.enc.Encode(e)
+		if err != nil {
 			return err
 		}
 		if ew.n == 1 {
@@ -72,10 +66,10 @@ func (ew *entryWriter) write(e *mailbox.Entry) error {
 		} else {
 			ew.w.WriteString(",\n")
 		}
-		_, err := ew.w.Write(jsonSafe(bytes.TrimSuffix(ew.buf.Bytes(), []byte("\n")))) // one entry per line
+		_, err = ew.w.Write(line) // one entry per line
 		return err
 	case "compact":
-		_, err := fmt.Fprintf(ew.w, "%s | %s | %s\n", e.ID, oneLine(safeText(e.From.Name)), safeText(e.Preview))
+		_, err := fmt.Fprintf(ew.w, "%s | %s | %s\n", e.ID, mailview.OneLine(mailview.SafeText(e.From.Name)), mailview.SafeText(e.Preview))
 		return err
 	default:
 		_, err := fmt.Fprintln(ew.w, e.ID)
@@ -160,7 +154,7 @@ func runeWidth(r rune) int {
 
 // cell cuts s to n terminal cells for a table column.
 func cell(s string, n int) string {
-	s = oneLine(s)
+	s = mailview.OneLine(s)
 	if displayWidth(s) <= n {
 		return s
 	}
@@ -172,50 +166,6 @@ func cell(s string, n int) string {
 		w += runeWidth(r)
 	}
 	return s
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// ago prints a time relative to now, as upstream's table does.
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return t.UTC().Format("2006-01-02 15:04")
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d.Hours()))
-	case d < 7*24*time.Hour:
-		return fmt.Sprintf("%d d ago", int(d.Hours()/24))
-	}
-	return t.UTC().Format("2006-01-02")
-}
-
-// parseSince reads --since: a duration back from now (2h, 30m, 7d) or a
-// date or time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if strings.HasSuffix(s, "d") {
-		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usageError("--since %q is neither a duration (2h, 30m, 7d) nor a date (2026-02-06)", s)
 }
 
 func (a *app) listCommand() *cobra.Command {
@@ -237,29 +187,18 @@ func (a *app) listCommand() *cobra.Command {
 			if err := checkFormat(format, listFormats); err != nil {
 				return err
 			}
-			f := mailbox.Filter{All: all, Outbound: outbound, Correlation: corr, Limit: limit}
-			if err := addFilterFlags(&f, providers, statuses); err != nil {
+			q := mailview.Query{All: all, Outbound: outbound, Providers: providers, Statuses: statuses, Since: since, Today: today,
+				Correlation: corr, Limit: limit}
+			f, err := q.Filter(time.Now())
+			if err != nil {
 				return err
 			}
-			now := time.Now()
-			var err error
-			if f.Since, err = parseSince(since, now); err != nil {
-				return err
-			}
-			if today {
-				y, m, d := now.Date()
-				f.Since = time.Date(y, m, d, 0, 0, 0, 0, now.Location())
-			}
-			mb, err := a.mailbox()
+			mb, err := a.Mailbox()
 			if err != nil {
 				return err
 			}
 			if format == "json" {
-				w := &jsonSafeWriter{w: a.stdout} // see sanitize.go
-				if _, err := mb.ListJSON(cmd.Context(), f, w); err != nil {
-					return err
-				}
-				return w.Close()
+				return mailview.WriteJSON(cmd.Context(), mb, f, a.stdout)
 			}
 			ew := newEntryWriter(a.stdout, format)
 			if err := mb.List(cmd.Context(), f, ew.write); err != nil {
@@ -281,28 +220,17 @@ func (a *app) listCommand() *cobra.Command {
 	return c
 }
 
-func validStatus(s string) bool {
-	for _, v := range mailbox.Statuses {
-		if string(v) == s {
-			return true
-		}
-	}
-	return false
-}
-
 func (a *app) threadCommand() *cobra.Command {
-	return a.filterCommand("thread KEY", "Show every message and draft of a thread (KEY is a thread key or any message id in it)",
-		func(key string) mailbox.Filter { return mailbox.Filter{Both: true, Thread: key} }, "no thread %q")
+	return a.filterCommand("thread KEY", "Show every message and draft of a thread (KEY is a thread key or any message id in it)", mailview.Thread)
 }
 
 func (a *app) contextCommand() *cobra.Command {
-	return a.filterCommand("context CORRELATION_ID", "Show everything with a correlation id: inbound, archived and sent, by time",
-		func(corr string) mailbox.Filter { return mailbox.Filter{Both: true, Correlation: corr} }, "nothing carries correlation id %q")
+	return a.filterCommand("context CORRELATION_ID", "Show everything with a correlation id: inbound, archived and sent, by time", mailview.Context)
 }
 
-// filterCommand is a command listing, in the list formats, what a filter
-// made of its one argument selects; nothing selected is exit 1.
-func (a *app) filterCommand(use, short string, filter func(arg string) mailbox.Filter, none string) *cobra.Command {
+// filterCommand is a command listing, in the list formats, what list
+// gives for its one argument; nothing is exit 1.
+func (a *app) filterCommand(use, short string, list func(context.Context, *mailbox.Mailbox, string, func(*mailbox.Entry) error) error) *cobra.Command {
 	var format string
 	c := &cobra.Command{
 		Use:   use,
@@ -312,45 +240,21 @@ func (a *app) filterCommand(use, short string, filter func(arg string) mailbox.F
 			if err := checkFormat(format, listFormats); err != nil {
 				return err
 			}
-			mb, err := a.mailbox()
+			mb, err := a.Mailbox()
 			if err != nil {
 				return err
 			}
 			ew := newEntryWriter(a.stdout, format)
-			if err := mb.List(cmd.Context(), filter(args[0]), ew.write); err != nil {
+			err = list(cmd.Context(), mb, args[0], ew.write)
+			if err != nil && !mailview.Empty(err) {
 				return err
 			}
-			if err := ew.close(); err != nil {
-				return err
+			if cerr := ew.close(); cerr != nil {
+				return cerr
 			}
-			if ew.n == 0 {
-				return withCode(exitNotFound, fmt.Errorf(none, args[0]))
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "table, json, compact or id")
 	return c
-}
-
-// addFilterFlags adds the --provider and --status flags (each repeatable,
-// or comma-separated) to f, refusing a value that is not one.
-func addFilterFlags(f *mailbox.Filter, providers, statuses []string) error {
-	for _, p := range providers {
-		for _, p := range strings.Split(p, ",") {
-			if !schema.Provider(p).Valid() {
-				return usageError("--provider %q is not one of %s", p, "email, lark, slack, discord, teams, wecom, dingtalk")
-			}
-			f.Providers = append(f.Providers, schema.Provider(p))
-		}
-	}
-	for _, s := range statuses {
-		for _, s := range strings.Split(s, ",") {
-			if !validStatus(s) {
-				return usageError("--status %q is not one of new, claimed, failed, done, dead, queued, sent", s)
-			}
-			f.Statuses = append(f.Statuses, mailbox.Status(s))
-		}
-	}
-	return nil
 }

@@ -24,6 +24,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/monoco/courier/internal/fault"
 )
 
 func main() {
@@ -52,7 +54,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return 0
 			}
 			fmt.Fprintln(stderr, "monoco: this binary is Courier; use `monoco courier ...` or `monoco mailbox ...`")
-			return exitUsage
+			return fault.Usage.ExitCode()
 		}
 		name = "monoco " + rest[0]
 		rest = rest[1:]
@@ -71,10 +73,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	app.close()
 	if err == nil {
-		return app.exitCode
+		return 0
 	}
 	var ee *exitError
-	if errors.As(err, &ee) && ee.silent {
+	if errors.As(err, &ee) {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "%s%s\n", errPrefix, strings.TrimSpace(err.Error()))

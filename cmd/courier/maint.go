@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/deploy"
+	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -24,20 +25,20 @@ func (a *app) initCommand() *cobra.Command {
 				return err
 			}
 			if err := mailbox.Init(a.root); err != nil {
-				return withCode(exitCantCreat, err)
+				return fault.Wrap(fault.CantCreate, err)
 			}
 			l := mailbox.Layout{Root: a.root}
 			cfgPath := l.Config()
 			if a.configFlag == "" {
 				if _, err := os.Stat(cfgPath); errors.Is(err, os.ErrNotExist) {
 					if err := os.WriteFile(cfgPath, deploy.ExampleConfig, 0o640); err != nil {
-						return withCode(exitCantCreat, err)
+						return fault.Wrap(fault.CantCreate, err)
 					}
 					fmt.Fprintf(a.stdout, "wrote %s\n", cfgPath)
 				}
 			}
 			// Opening builds the state database.
-			if _, err := a.mailbox(); err != nil {
+			if _, err := a.Mailbox(); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "mailbox ready in %s\n", l.Mailbox())
@@ -66,14 +67,14 @@ file is invalid, 66 when one cannot be read.`,
 				Valid  bool                 `json:"valid"`
 				Errors []*schema.FieldError `json:"errors,omitempty"`
 			}
-			code := exitOK
+			code := 0
 			enc := json.NewEncoder(a.stdout)
 			for _, f := range args {
 				r := report{File: f}
 				data, err := os.ReadFile(f)
 				if err != nil {
 					fmt.Fprintf(a.stderr, "%s: %v\n", f, errors.Unwrap(err))
-					code = max(code, exitNoInput)
+					code = max(code, fault.NoInput.ExitCode())
 					continue
 				}
 				var verr error
@@ -90,7 +91,7 @@ file is invalid, 66 when one cannot be read.`,
 					r.Valid = true
 				case errors.As(verr, &errs):
 					r.Errors = errs.WithFile(f)
-					code = max(code, exitDataErr)
+					code = max(code, fault.Invalid.ExitCode())
 				default:
 					return verr
 				}
@@ -106,8 +107,8 @@ file is invalid, 66 when one cannot be read.`,
 					}
 				}
 			}
-			if code != exitOK {
-				return &exitError{code: code, silent: true}
+			if code != 0 {
+				return &exitError{code: code}
 			}
 			return nil
 		},
@@ -126,7 +127,7 @@ func (a *app) reindexCommand() *cobra.Command {
 			if err := checkFormat(format, []string{"text", "json"}); err != nil {
 				return err
 			}
-			mb, err := a.mailbox()
+			mb, err := a.Mailbox()
 			if err != nil {
 				return err
 			}

@@ -17,8 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/monoco/courier/internal/mcpserver"
 	"github.com/monoco/courier/internal/testutil"
-	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/internal/testutil/mcptest"
 )
 
 // mcpEmailConfig is a workspace's config with the SMTP receiver and an
@@ -41,79 +42,16 @@ func mcpEmailConfig(t *testing.T, ws string, sink *testutil.SMTPSink, extra stri
 	return recv, web
 }
 
-// mcpConnect opens a session of the go-sdk's client over t.
-func mcpConnect(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, tr, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
+// The go-sdk's client, as the tests call it (package mcptest).
+var (
+	mcpConnect = mcptest.Connect
+	mcpCall    = mcptest.Call
+	mcpOK      = mcptest.OK
+	mcpRefused = mcptest.Refused
+	mcpTextOf  = mcptest.Text
+)
 
-// mcpCall calls a tool and returns its result, failing the test on a
-// protocol error (a tool's refusal is a result, IsError).
-func mcpCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s %v: %v", tool, args, err)
-	}
-	return res
-}
-
-// mcpOK calls a tool that must succeed and decodes its structured result.
-func mcpOK(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, out any) *mcp.CallToolResult {
-	t.Helper()
-	res := mcpCall(t, cs, tool, args)
-	if res.IsError {
-		t.Fatalf("%s %v: refused: %s", tool, args, mcpTextOf(res))
-	}
-	if out != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: structured content %s: %v", tool, b, err)
-		}
-	}
-	return res
-}
-
-// mcpRefused calls a tool that must refuse, with the CLI's exit code, in
-// words that contain want.
-func mcpRefused(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, code int, want string) string {
-	t.Helper()
-	res := mcpCall(t, cs, tool, args)
-	text := mcpTextOf(res)
-	if !res.IsError || !strings.Contains(text, fmt.Sprintf("(exit %d)", code)) || !strings.Contains(text, want) {
-		t.Errorf("%s %v: want a refusal, exit %d, saying %q; got error=%v %q", tool, args, code, want, res.IsError, text)
-	}
-	return text
-}
-
-func mcpTextOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-type mcpListed struct {
-	Messages []struct {
-		ID        string `json:"id"`
-		Status    string `json:"status"`
-		ClaimedBy string `json:"claimed_by"`
-	} `json:"messages"`
-	Count     int  `json:"count"`
-	Truncated bool `json:"truncated"`
-}
+type mcpListed = mcptest.Listed
 
 // An agent that speaks only MCP, over the service's /mcp: it is told of
 // the mail that arrives, lists it, reads it, claims it (a second agent is
@@ -133,7 +71,7 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { listChanged <- struct{}{} },
 	})
 	ctx := context.Background()
-	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpInboxURI}); err != nil {
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: mcpserver.InboxURI}); err != nil {
 		t.Fatal(err)
 	}
 	var l mcpListed
@@ -146,7 +84,7 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 	}
 	select {
 	case uri := <-updated:
-		if uri != mcpInboxURI {
+		if uri != mcpserver.InboxURI {
 			t.Errorf("updated %q", uri)
 		}
 	case <-time.After(10 * time.Second):
@@ -170,16 +108,16 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 	if sc, _ := json.Marshal(res.StructuredContent); !bytes.Contains(sc, []byte(`"id":"`+id+`"`)) || !bytes.Contains(sc, []byte(`"message":{`)) {
 		t.Errorf("read's structured content: %s", sc)
 	}
-	rr, err := a.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpMessageURI + id})
+	rr, err := a.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.MessageURI + id})
 	if err != nil || len(rr.Contents) != 1 || !strings.HasPrefix(rr.Contents[0].Text, "---\n") || !strings.Contains(rr.Contents[0].Text, "Can you look at the logs?") {
 		t.Errorf("resources/read: %v %+v", err, rr)
 	}
 	lr, err := a.ListResources(ctx, nil)
-	if err != nil || len(lr.Resources) != 2 || lr.Resources[0].URI != mcpInboxURI || lr.Resources[1].URI != mcpMessageURI+id {
+	if err != nil || len(lr.Resources) != 2 || lr.Resources[0].URI != mcpserver.InboxURI || lr.Resources[1].URI != mcpserver.MessageURI+id {
 		t.Errorf("resources/list: %v %+v", err, lr)
 	}
 
-	var claimed mcpVerbOut
+	var claimed mcpserver.VerbOut
 	mcpOK(t, a, "claim", map[string]any{"id": id, "agent": "triage"}, &claimed)
 	// Over HTTP the caller is the token's (mcp): names are qualified.
 	if claimed.ClaimedBy != "triage@mcp" || claimed.ExitCode != 0 {
@@ -215,7 +153,7 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 		t.Errorf("reply: In-Reply-To %q Subject %q to %v", m.Header.Get("In-Reply-To"), m.Header.Get("Subject"), msgs[0].To)
 	}
 
-	var done mcpVerbOut
+	var done mcpserver.VerbOut
 	mcpOK(t, a, "done", map[string]any{"id": id, "agent": "triage"}, &done)
 	if done.Status != "done" || !strings.Contains(done.Path, "archive/email/") {
 		t.Errorf("done = %+v", done)
@@ -251,11 +189,11 @@ func mcpBadIDs(t *testing.T, cs *mcp.ClientSession) {
 	mcpRefused(t, cs, "attachment", map[string]any{"id": "sha256:" + strings.Repeat("0", 64)}, exitNotFound, "")
 	mcpRefused(t, cs, "attachment", map[string]any{"id": "report.pdf"}, exitUsage, "not a dropzone id")
 	mcpRefused(t, cs, "list", map[string]any{"provider": []string{"fax"}}, exitUsage, `"fax"`)
-	mcpRefused(t, cs, "list", map[string]any{"limit": mcpMaxLimit + 1}, exitUsage, "limit")
+	mcpRefused(t, cs, "list", map[string]any{"limit": mcpserver.MaxLimit + 1}, exitUsage, "limit")
 	// A value is a value, never a flag of the CLI's.
 	mcpRefused(t, cs, "list", map[string]any{"since": "--all"}, exitUsage, `--since "--all"`)
 	ctx := context.Background()
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpMessageURI + missing}); err == nil {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.MessageURI + missing}); err == nil {
 		t.Errorf("resources/read of a missing message answered")
 	}
 }
@@ -278,7 +216,7 @@ func TestMCPStdio(t *testing.T) {
 	a := spawn(&mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI }},
 		"COURIER_AGENT=alice", "mcp")
 	b := spawn(nil, "COURIER_AGENT=", "--agent", "bob", "mcp")
-	if err := a.Subscribe(context.Background(), &mcp.SubscribeParams{URI: mcpInboxURI}); err != nil {
+	if err := a.Subscribe(context.Background(), &mcp.SubscribeParams{URI: mcpserver.InboxURI}); err != nil {
 		t.Fatal(err)
 	}
 	var l mcpListed
@@ -288,7 +226,7 @@ func TestMCPStdio(t *testing.T) {
 	}
 	id := l.Messages[0].ID
 	// Without the service: direct, under $COURIER_AGENT unless named.
-	var c mcpVerbOut
+	var c mcpserver.VerbOut
 	mcpOK(t, a, "claim", map[string]any{"id": id}, &c)
 	if c.ClaimedBy != "alice" {
 		t.Errorf("claim = %+v", c)
@@ -307,7 +245,7 @@ func TestMCPStdio(t *testing.T) {
 	// The stdio server beside the service hears of it (the file landed).
 	select {
 	case uri := <-updated:
-		if uri != mcpInboxURI {
+		if uri != mcpserver.InboxURI {
 			t.Errorf("updated %q", uri)
 		}
 	case <-time.After(10 * time.Second):
@@ -413,10 +351,10 @@ func TestMCPHTTPGuards(t *testing.T) {
 	}
 	sid, _ := rpc("", init)
 	rpc(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for i := 0; i <= mcpMaxSubscriptions; i++ {
+	for i := 0; i <= mcpserver.MaxSubscriptions; i++ {
 		_, ans := rpc(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"courier://message/x%d"}}`, i+2, i))
 		refused := strings.Contains(ans, "subscriptions, the most it may")
-		if refused != (i == mcpMaxSubscriptions) {
+		if refused != (i == mcpserver.MaxSubscriptions) {
 			t.Fatalf("subscription %d: %s", i, ans)
 		}
 	}
@@ -485,125 +423,6 @@ func TestMCPConformance(t *testing.T) {
 		}
 	}
 	t.Logf("%s", summary)
-}
-
-// mcpInProcess serves workspace ws over in-memory transports, as `courier
-// mcp` does, and connects the go-sdk's client.
-func mcpInProcess(t *testing.T, ws string) (*mcpServer, *mcp.ClientSession) {
-	t.Helper()
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, rootFlag: ws}
-	if _, err := a.mailbox(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.dropzone(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.close)
-	s := newMCPServer(a, mcpLocal{}, mcpMaxResult, a.logger())
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.srv.Run(ctx, st); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, mcpConnect(t, ct, nil)
-}
-
-// list pages through a mailbox with next_cursor, each entry once and in
-// order, entries sharing a time across pages included; resources/list
-// pages too; attachment gives an object's bytes, bounded.
-func TestMCPPagesAndAttachment(t *testing.T) {
-	ws := newWorkspace(t)
-	const n = 1203
-	t0 := testutil.Time("2026-03-01T08:00:00Z")
-	var msgs []*schema.Message
-	for i := range n {
-		at := t0.Add(time.Duration(i) * time.Second)
-		if i >= 300 && i < 700 {
-			at = t0.Add(300 * time.Second) // 400 at one time: pages end inside them
-		}
-		msgs = append(msgs, testutil.Message(schema.Slack, fmt.Sprintf("C1_%010d", i), at, fmt.Sprintf("message %d", i)))
-	}
-	seed(t, ws, msgs...)
-	s, cs := mcpInProcess(t, ws)
-
-	var got []string
-	seen := map[string]bool{}
-	cursor := ""
-	for page := 0; ; page++ {
-		args := map[string]any{"limit": 150}
-		if cursor != "" {
-			args["cursor"] = cursor
-		}
-		var l struct {
-			mcpListed
-			NextCursor string `json:"next_cursor"`
-		}
-		mcpOK(t, cs, "list", args, &l)
-		for _, m := range l.Messages {
-			if seen[m.ID] {
-				t.Fatalf("page %d gives %s again", page, m.ID)
-			}
-			seen[m.ID] = true
-			got = append(got, m.ID)
-		}
-		if l.Truncated != (l.NextCursor != "") || (l.NextCursor == "" && l.Count == 150 && len(got) < n) {
-			t.Fatalf("page %d: truncated %v, next %q, %d entries", page, l.Truncated, l.NextCursor, l.Count)
-		}
-		if l.NextCursor == "" {
-			break
-		}
-		cursor = l.NextCursor
-		if page > n/150+2 {
-			t.Fatal("the pages do not end")
-		}
-	}
-	want, _, _ := cli(t, ws, "", "list", "--format", "id")
-	if strings.Join(got, "\n")+"\n" != want {
-		t.Errorf("the pages give %d entries, list %d, or not in its order", len(got), len(strings.Fields(want)))
-	}
-	mcpRefused(t, cs, "list", map[string]any{"cursor": "bm9wZQ"}, exitUsage, "not one list gave")
-	mcpRefused(t, cs, "list", map[string]any{"bogus": 1}, exitUsage, "bogus")
-
-	ctx := context.Background()
-	var uris []string
-	rcursor := ""
-	for {
-		lr, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: rcursor})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range lr.Resources {
-			uris = append(uris, r.URI)
-		}
-		if rcursor = lr.NextCursor; rcursor == "" {
-			break
-		}
-	}
-	if len(uris) != n+1 || uris[0] != mcpInboxURI || uris[1] != mcpMessageURI+got[0] || uris[n] != mcpMessageURI+got[n-1] {
-		t.Errorf("resources/list: %d resources, first %v", len(uris), uris[:min(2, len(uris))])
-	}
-
-	text := "café, 日本語 and more\n"
-	obj, err := s.a.dz.Put(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var at mcpAttachmentOut
-	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "as": "text"}, &at)
-	if at.Data != text || at.Size != int64(len(text)) || at.Truncated || at.Encoding != "text" {
-		t.Errorf("attachment as text: %+v", at)
-	}
-	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "max_bytes": 4}, &at)
-	if at.Data != "Y2Fmww==" || !at.Truncated || at.Encoding != "base64" {
-		t.Errorf("attachment, 4 bytes as base64: %+v", at)
-	}
-	// Cut inside é: the text stops before it rather than break it.
-	mcpOK(t, cs, "attachment", map[string]any{"id": obj.ID, "as": "text", "max_bytes": 4}, &at)
-	if at.Data != "caf" || !at.Truncated {
-		t.Errorf("attachment, 4 bytes as text: %+v", at)
-	}
-	bin, _ := s.a.dz.Put(bytes.NewReader([]byte{0xff, 0xfe, 0}))
-	mcpRefused(t, cs, "attachment", map[string]any{"id": bin.ID, "as": "text"}, exitDataErr, "not UTF-8")
 }
 
 // courier.mcp in the service: a token file that cannot be read stops the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +16,8 @@ import (
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/schema"
 )
 
@@ -50,17 +51,14 @@ var providerTable = []providerRow{
 	}},
 }
 
-// providerSet is every provider of the table, built from one config.
-type providerSet []*adapters.Provider
-
 // buildProviders builds every provider of the app's table. A provider that
 // is not enabled still resolves drafts (they stay queued for it) and runs
 // nothing.
-func (a *app) buildProviders(cfg *config.Config, env providerEnv) (providerSet, error) {
+func (a *app) buildProviders(cfg *config.Config, env providerEnv) (providers.Set, error) {
 	if env.log == nil {
 		env.log = slog.New(slog.DiscardHandler)
 	}
-	var set providerSet
+	var set providers.Set
 	for _, row := range providerTable {
 		p, err := row.new(cfg, env)
 		if err != nil {
@@ -75,114 +73,6 @@ func (a *app) buildProviders(cfg *config.Config, env providerEnv) (providerSet, 
 		set = append(set, p)
 	}
 	return set, nil
-}
-
-// get returns the provider named p.
-func (s providerSet) get(p schema.Provider) *adapters.Provider {
-	for _, x := range s {
-		if x.Name == p {
-			return x
-		}
-	}
-	return nil
-}
-
-// sources returns every provider's sources, in table order.
-func (s providerSet) sources() []adapters.Source {
-	var out []adapters.Source
-	for _, p := range s {
-		out = append(out, p.Sources...)
-	}
-	return out
-}
-
-// senders returns the providers that can send.
-func (s providerSet) senders() map[schema.Provider]adapters.Sender {
-	out := map[schema.Provider]adapters.Sender{}
-	for _, p := range s {
-		if p.Sender != nil {
-			out[p.Name] = p.Sender
-		}
-	}
-	return out
-}
-
-// waiting says, per provider that runs but cannot send, why.
-func (s providerSet) waiting() map[schema.Provider]string {
-	out := map[schema.Provider]string{}
-	for _, p := range s {
-		if p.Sender == nil && p.Waiting != "" {
-			out[p.Name] = p.Waiting
-		}
-	}
-	return out
-}
-
-// undelivered says why nothing will deliver a draft for p while the config
-// stays as it is; "" when a Sender will take it.
-func (s providerSet) undelivered(p schema.Provider) string {
-	for _, x := range s {
-		switch {
-		case x.Name != p || x.Sender != nil:
-		case x.Waiting != "":
-			return x.Waiting
-		default:
-			return fmt.Sprintf("courier.adapters.%s is not enabled, so its drafts stay queued until it is", p)
-		}
-	}
-	return ""
-}
-
-// health returns the /health entry of every provider that reports one.
-func (s providerSet) health() map[string]adapters.HealthReporter {
-	out := map[string]adapters.HealthReporter{}
-	for _, p := range s {
-		if p.Health != nil {
-			out[string(p.Name)] = p.Health
-		}
-	}
-	return out
-}
-
-// self lists, per provider, the bot's own participant ids.
-func (s providerSet) self() map[schema.Provider][]string {
-	out := map[schema.Provider][]string{}
-	for _, p := range s {
-		if len(p.Self) > 0 {
-			out[p.Name] = p.Self
-		}
-	}
-	return out
-}
-
-// webhooks returns the handlers to mount, each at /webhook/<provider>,
-// given sink.
-func (s providerSet) webhooks(sink adapters.Sink) map[string]http.Handler {
-	out := map[string]http.Handler{}
-	for _, p := range s {
-		if p.Webhook != nil {
-			out["/webhook/"+string(p.Name)] = p.Webhook.Handler(sink)
-		}
-	}
-	return out
-}
-
-// checks returns what doctor asks of every provider.
-func (s providerSet) checks() []adapters.Check {
-	var out []adapters.Check
-	for _, p := range s {
-		out = append(out, p.Checks...)
-	}
-	return out
-}
-
-// secrets returns the credentials the providers hold.
-func (s providerSet) secrets() []config.Secret {
-	var out []config.Secret
-	for _, p := range s {
-		out = append(out, p.Secrets...)
-	}
-	return out
 }
 
 func (a *app) fetchCommand() *cobra.Command {
@@ -210,25 +100,25 @@ func (a *app) fetchCommand() *cobra.Command {
 			}
 			set, err := a.buildProviders(cfg, env)
 			if err != nil {
-				return withCode(exitConfig, err)
+				return fault.Wrap(fault.Config, err)
 			}
-			p := ingest.New(mb, &ingest.Options{Logger: a.logger(), Self: set.self()})
+			p := ingest.New(mb, &ingest.Options{Logger: a.logger(), Self: set.Self()})
 			if err := p.Start(cmd.Context()); err != nil {
 				return err
 			}
 			defer p.Stop(context.Background())
 			n := 0
 			start := time.Now()
-			for _, src := range set.sources() {
+			for _, src := range set.Sources() {
 				if f, ok := src.(adapters.Fetcher); ok {
 					if err := f.FetchOnce(cmd.Context(), p); err != nil {
-						return withCode(exitUnavailable, fmt.Errorf("%s: %w", f.Name(), err))
+						return fault.Wrap(fault.Unavailable, fmt.Errorf("%s: %w", f.Name(), err))
 					}
 					n++
 				}
 			}
 			if n == 0 {
-				return withCode(exitConfig, fmt.Errorf("no email account has imap configured (courier.adapters.email.accounts[].imap)"))
+				return fault.Wrap(fault.Config, fmt.Errorf("no email account has imap configured (courier.adapters.email.accounts[].imap)"))
 			}
 			var written, dup uint64
 			for _, st := range p.Stats() {

@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/adapterstest"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/internal/testutil"
@@ -62,7 +63,7 @@ func TestSeamTemplateProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	var srv *httptest.Server
-	_, lt := assemble(cfg, set, mb, dz, slog.New(slog.DiscardHandler), func(h http.Handler) service.Component {
+	_, lt := service.Assemble(cfg, set, mb, dz, slog.New(slog.DiscardHandler), func(h http.Handler) service.Component {
 		return service.Component{Name: "http", Start: func(context.Context) error { srv = httptest.NewServer(h); return nil },
 			Stop: func(context.Context) error { srv.Close(); return nil }}
 	})
@@ -111,7 +112,7 @@ func TestSeamTemplateProvider(t *testing.T) {
 	// it with the provider's Sender, and the archived draft records the
 	// inbound id the receipt gave.
 	d := &schema.Draft{ReplyTo: "discord_general_1", Content: schema.DraftContent{Text: "on it"}}
-	if err := a.resolveDraft(context.Background(), mb, set, d, nil, ""); err != nil {
+	if err := agents.ResolveDraft(context.Background(), mb, set, d, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	if d.Provider != schema.Discord || len(d.To) != 1 || d.To[0] != "#general" || d.IdempotencyKey == "" {
@@ -189,7 +190,7 @@ func TestProviderTable(t *testing.T) {
 		{[]string{"general"}, ""},
 		{nil, ""},
 	} {
-		if got := set.guess(tc.to); got != tc.want {
+		if got := set.Guess(tc.to); got != tc.want {
 			t.Errorf("guess(%v) = %q, want %q", tc.to, got, tc.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -43,7 +44,7 @@ func TestReadOldHugeFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("read: %d %s", code, e)
 	}
-	head, body, ok := strings.Cut(out, rule+"\n")
+	head, body, ok := strings.Cut(out, mailview.Rule+"\n")
 	if !ok || !strings.Contains(head, "From:         Ann ]0;pwnedExample <ann@example.com>") || !strings.Contains(head, "Subject:      Subject huge") {
 		t.Errorf("read's header:\n%s", head)
 	}

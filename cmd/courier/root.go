@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
@@ -14,8 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
-	"github.com/monoco/courier/internal/service"
+	"github.com/monoco/courier/internal/daemon"
+	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/mailbox"
 )
 
@@ -24,7 +28,6 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	exitCode       int
 
 	rootFlag   string
 	configFlag string
@@ -39,8 +42,6 @@ type app struct {
 	dz   *dropzone.Store
 	log  *slog.Logger
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 func (a *app) rootCommand(name string) *cobra.Command {
 	root := &cobra.Command{
@@ -65,7 +66,7 @@ it the caller's user.`,
 	pf.StringVarP(&a.rootFlag, "root", "C", "", "workspace (the folder holding .monoco/); default: found upward from the current folder, or $COURIER_ROOT")
 	pf.StringVar(&a.configFlag, "config", "", "config file (default <workspace>/.monoco/config/courier.yaml, or $COURIER_CONFIG)")
 	pf.StringVar(&a.agentFlag, "agent", "", "agent identity for claims (default $COURIER_AGENT, else the user name)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fault.Wrap(fault.Usage, err) })
 	root.AddGroup(&cobra.Group{ID: "mail", Title: "Mailbox:"}, &cobra.Group{ID: "service", Title: "Service:"}, &cobra.Group{ID: "maint", Title: "Maintenance:"})
 	for _, c := range []*cobra.Command{a.listCommand(), a.readCommand(), a.sendCommand(), a.claimCommand(), a.doneCommand(),
 		a.failCommand(), a.threadCommand(), a.contextCommand(), a.watchCommand(), a.mcpCommand()} {
@@ -143,8 +144,8 @@ func findWorkspace(dir string) string {
 	}
 }
 
-// mailbox opens the workspace's mailbox.
-func (a *app) mailbox() (*mailbox.Mailbox, error) {
+// Mailbox opens the workspace's mailbox (once).
+func (a *app) Mailbox() (*mailbox.Mailbox, error) {
 	if a.mb != nil {
 		return a.mb, nil
 	}
@@ -157,14 +158,14 @@ func (a *app) mailbox() (*mailbox.Mailbox, error) {
 		ClaimTimeout: cfg.Courier.Mailbox.ClaimTimeout.D(),
 		MaxFailures:  cfg.Courier.Mailbox.MaxFailures,
 		// An agent in the workspace's group reads a mailbox only the
-		// service writes (agents.go).
-		ReadOnly: a.readOnly(),
+		// service writes (package agents).
+		ReadOnly: agents.ReadOnly(a.root),
 	})
 	if errors.Is(err, mailbox.ErrNotInitialized) {
-		return nil, withCode(exitNoInput, fmt.Errorf("no mailbox in %s: run `courier init` there, or point --root at the workspace", a.root))
+		return nil, fault.Wrap(fault.NoInput, fmt.Errorf("no mailbox in %s: run `courier init` there, or point --root at the workspace", a.root))
 	}
 	if errors.Is(err, mailbox.ErrReadOnlyRebuild) {
-		return nil, withCode(exitNoService, err)
+		return nil, fault.Wrap(fault.NoService, err)
 	}
 	if err != nil {
 		return nil, err
@@ -173,12 +174,12 @@ func (a *app) mailbox() (*mailbox.Mailbox, error) {
 	return mb, nil
 }
 
-// dropzone opens the workspace's dropzone.
-func (a *app) dropzone() (*dropzone.Store, error) {
+// Dropzone opens the workspace's dropzone (once), held to limits.max_artifact_bytes.
+func (a *app) Dropzone() (*dropzone.Store, error) {
 	if a.dz != nil {
 		return a.dz, nil
 	}
-	if _, err := a.mailbox(); err != nil {
+	if _, err := a.Mailbox(); err != nil {
 		return nil, err
 	}
 	dz, err := dropzone.Open(mailbox.Layout{Root: a.root}.Dropzone(), &dropzone.Options{MaxSize: a.cfg.Courier.Limits.MaxArtifactBytes})
@@ -208,18 +209,18 @@ func (a *app) dropzoneFor(l config.Limits) (*dropzone.Store, error) {
 // openExclusive prepares the workspace for the one process that syncs it
 // (`serve`, `fetch`): the layout, the single-instance lock, the mailbox and
 // the service's dropzone. The caller releases the lock.
-func (a *app) openExclusive(cfg *config.Config) (*service.Lock, *mailbox.Mailbox, *dropzone.Store, error) {
+func (a *app) openExclusive(cfg *config.Config) (*daemon.Lock, *mailbox.Mailbox, *dropzone.Store, error) {
 	if err := mailbox.Init(a.root); err != nil {
-		return nil, nil, nil, withCode(exitCantCreat, err)
+		return nil, nil, nil, fault.Wrap(fault.CantCreate, err)
 	}
-	lock, err := service.AcquireLock(filepath.Join(mailbox.Layout{Root: a.root}.State(), "serve.lock"))
-	if errors.Is(err, service.ErrLocked) {
-		return nil, nil, nil, withCode(exitConflict, err)
+	lock, err := daemon.AcquireLock(daemon.LockPath(a.root))
+	if errors.Is(err, daemon.ErrLocked) {
+		return nil, nil, nil, fault.Wrap(fault.Conflict, err)
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mb, err := a.mailbox()
+	mb, err := a.Mailbox()
 	if err == nil {
 		var dz *dropzone.Store
 		if dz, err = a.dropzoneFor(cfg.Courier.Limits); err == nil {
@@ -246,14 +247,19 @@ func (a *app) close() {
 	}
 }
 
-// agent is the identity claims are made under.
-func (a *app) agent() string {
+// explicitAgent is the agent name the command line was given (--agent,
+// $COURIER_AGENT), or "" for the default: the user's name, which the
+// service takes from the socket.
+func (a *app) explicitAgent() string {
 	if a.agentFlag != "" {
 		return a.agentFlag
 	}
-	if v := os.Getenv("COURIER_AGENT"); v != "" {
-		return v
-	}
+	return os.Getenv("COURIER_AGENT")
+}
+
+// userAgent is the name claims are made under directly when the command
+// line was given none: the user's.
+func userAgent() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}
@@ -261,6 +267,38 @@ func (a *app) agent() string {
 		return v
 	}
 	return "agent"
+}
+
+// local is the workspace's writing verbs as the command line runs them
+// (package agents): through the service while it runs, directly without.
+func (a *app) local() (*agents.Local, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &agents.Local{Root: a.root, Config: cfg, User: userAgent(), Workspace: a}, nil
+}
+
+// Providers builds the providers of the config to resolve drafts: Local
+// asks for them when it acts directly.
+func (a *app) Providers() (providers.Set, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	set, err := a.buildProviders(cfg, providerEnv{})
+	return set, fault.Wrap(fault.Config, err)
+}
+
+// configError is a config that cannot be read. Permission denied is the
+// workspace telling this user it is not one of its agents: say which group
+// they are in (exit 77) rather than call the config bad.
+func configError(err error, path string) error {
+	if errors.Is(err, fs.ErrPermission) {
+		u, g := agents.UserName(), agents.GroupOf(path)
+		return fault.Wrap(fault.NoPermission, fmt.Errorf("%w: user %s may not read this workspace; its agents are in group %s (usermod -aG %s %s, then log in again)", err, u, g, g, u))
+	}
+	return fault.Wrap(fault.Config, err)
 }
 
 // ids returns the ids named on the command line; "-" reads more from

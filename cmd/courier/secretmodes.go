@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/fault"
 )
 
 // checkSecretModes refuses to start a process that holds the secrets
@@ -33,5 +34,5 @@ func checkSecretModes(cfg *config.Config) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return withCode(exitConfig, fmt.Errorf("refusing to start: %s", strings.Join(bad, "; ")))
+	return fault.Wrap(fault.Config, fmt.Errorf("refusing to start: %s", strings.Join(bad, "; ")))
 }

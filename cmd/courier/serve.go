@@ -2,29 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
-	"sync"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
+	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/ingest"
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/daemon"
+	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/mcpserver"
+	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/mailbox"
-	"github.com/monoco/courier/outbound"
-	"github.com/monoco/courier/schema"
 )
 
 // serviceCommands are the commands of the running service.
@@ -80,11 +75,17 @@ func newLogger(w io.Writer, cfg *config.Config, lf logFlags) (*slog.Logger, erro
 	return nil, usageError("--log-format %q is not one of text, json", format)
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// serveLogWriter is where serve logs: stderr, or with --log-file the
+// rotating log file (closed by the function returned).
+func (a *app) serveLogWriter(cfg *config.Config, lf logFlags) (io.Writer, func(), error) {
+	if lf.file == "" {
+		return a.stderr, func() {}, nil
 	}
-	return "(devel)"
+	w, err := daemon.OpenLogFile(daemon.AbsIn(a.root, lf.file), cfg.Courier.Log, 1, 2)
+	if err != nil {
+		return nil, nil, fault.Wrap(fault.CantCreate, err)
+	}
+	return w, func() { w.Close() }, nil
 }
 
 // serve runs the service until ctx is cancelled (SIGTERM, SIGINT).
@@ -106,7 +107,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if err != nil {
 		return err
 	}
-	redact := newRedactor(log.Handler())
+	redact := service.NewRedactor(log.Handler())
 	log = slog.New(redact)
 	a.log = log
 	lock, mb, dz, err := a.openExclusive(cfg)
@@ -114,11 +115,12 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return err
 	}
 	defer lock.Release()
-	// The pid file names this serve to `courier stop` (daemon.go).
-	if err := service.WritePIDFile(a.pidPath()); err != nil {
+	// The pid file names this serve to `courier stop` (package daemon).
+	pidPath := daemon.PIDPath(a.root)
+	if err := daemon.WritePIDFile(pidPath); err != nil {
 		return err
 	}
-	defer service.RemovePIDFile(a.pidPath(), os.Getpid())
+	defer daemon.RemovePIDFile(pidPath, os.Getpid())
 	if n, err := dz.RecoverTemp(time.Hour); err == nil && n > 0 {
 		log.Info("removed temporary dropzone files left by an interrupted write", "files", n)
 	}
@@ -128,28 +130,52 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	}
 	set, err := a.buildProviders(cfg, env)
 	if err != nil {
-		return withCode(exitConfig, err)
+		return fault.Wrap(fault.Config, err)
 	}
-	redact.Add(set.secrets()...)
-	// Agents' writing verbs come through the socket (agents.go).
-	agents, _, closeAgents, err := a.agentSocket(cfg, mb, set, log)
+	redact.Add(set.Secrets()...)
+	svc, lt, closeAll, err := a.assemble(cfg, set, mb, log)
 	if err != nil {
 		return err
 	}
-	defer closeAgents()
-	// MCP at /mcp on the HTTP listener (mcp.go).
-	serveHTTP, closeMCP, err := a.mcpMount(cfg, mb, set, log, func(h http.Handler) service.Component {
-		return httpComponent(cfg.Courier.HTTP.Listen, h, log)
-	})
-	if err != nil {
-		return err
-	}
-	defer closeMCP()
-	svc, lt := assemble(cfg, set, mb, dz, log, serveHTTP, agents)
+	defer closeAll()
 	if err := lt.Start(ctx); err != nil {
 		log.Error("courier could not start", "err", err)
-		return withCode(exitUnavailable, err)
+		return fault.Wrap(fault.Unavailable, err)
 	}
+	a.serving(ctx, cfg, svc, lt, log)
+	return nil
+}
+
+// assemble makes the service of the workspace (service.Assemble): the
+// agents' socket beside it, and /mcp on its HTTP listener unless
+// courier.mcp.http is false. closeAll releases what they hold once the
+// service has stopped.
+func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, log *slog.Logger) (*service.Service, *service.Lifetime, func(), error) {
+	b, err := agents.NewBackend(a.root, cfg, mb, set)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	socket, _ := agents.Socket(a.root, b, log)
+	serveHTTP := func(h http.Handler) service.Component { return service.HTTPComponent(cfg.Courier.HTTP.Listen, h, log) }
+	if cfg.Courier.MCP.Enabled() {
+		mlog := log.With("component", "mcp")
+		s := mcpserver.New(mcpserver.Options{Mailbox: mb, Dropzone: a.dz, Backend: b, Caller: mcpserver.HTTPCaller, Version: service.Version(), Logger: mlog})
+		h, err := mcpserver.NewHTTP(s, a.root, cfg.Courier.MCP, mlog)
+		if err != nil {
+			b.Close()
+			return nil, nil, nil, err
+		}
+		serveHTTP = func(next http.Handler) service.Component {
+			return h.Around(service.HTTPComponent(cfg.Courier.HTTP.Listen, h.Mount(next), log))
+		}
+	}
+	svc, lt := service.Assemble(cfg, set, mb, a.dz, log, serveHTTP, socket)
+	return svc, lt, func() { b.Close() }, nil
+}
+
+// serving says the service is ready (to the log and to systemd), waits
+// for ctx to end, and stops it.
+func (a *app) serving(ctx context.Context, cfg *config.Config, svc *service.Service, lt *service.Lifetime, log *slog.Logger) {
 	svc.MarkStarted()
 	names := make([]string, 0, len(svc.Adapters))
 	for n := range svc.Adapters {
@@ -157,13 +183,13 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	}
 	log.Info("courier is serving", "root", a.root, "http", "http://"+cfg.Courier.HTTP.Listen, "socket", cfg.SocketPath(a.root), "adapters", names,
 		"config", configName(cfg), "version", svc.Version)
-	daemon.SdNotify(false, daemon.SdNotifyReady)
-	stopWatchdog := watchdog(ctx, mb, log)
+	sd.SdNotify(false, sd.SdNotifyReady)
+	stopWatchdog := service.Watchdog(ctx, svc.Mailbox, log)
 
 	<-ctx.Done()
 	o := cfg.Courier.Outbound
 	log.Info("stopping: finishing sends in flight", "grace", o.ShutdownGrace.D())
-	daemon.SdNotify(false, daemon.SdNotifyStopping)
+	sd.SdNotify(false, sd.SdNotifyStopping)
 	svc.MarkStopping()
 	stopWatchdog()
 	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace.D())
@@ -172,53 +198,6 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		log.Warn("stopped with errors", "err", err)
 	}
 	log.Info("stopped")
-	return nil
-}
-
-// assemble makes the service of the providers: the ingest pipeline, the
-// outbound engine over their Senders, the HTTP handler (/health, /metrics
-// and each Webhook at /webhook/<provider>) served by the component serveHTTP
-// makes, and a component per Source, started in that order (so /health
-// answers while sources connect); the extra components (the agents'
-// socket) start after the outbound engine, before the HTTP server. Start
-// the Lifetime to run it.
-func assemble(cfg *config.Config, set providerSet, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
-	serveHTTP func(http.Handler) service.Component, extra ...service.Component) (*service.Service, *service.Lifetime) {
-	svc := &service.Service{Mailbox: mb, Version: version(), Listen: cfg.Courier.HTTP.Listen}
-	metrics := svc.Metrics()
-	pipeline := ingest.New(mb, &ingest.Options{
-		Logger:   log.With("component", "ingest"),
-		Debounce: ingest.Debounce{Window: time.Duration(cfg.Courier.Debounce.WindowMS) * time.Millisecond, MaxWait: time.Duration(cfg.Courier.Debounce.MaxWaitMS) * time.Millisecond},
-		Self:     set.self(),
-		Observer: metrics,
-	})
-	o := cfg.Courier.Outbound
-	engine := outbound.New(mb, &outbound.Options{
-		Logger: log.With("component", "outbound"), Senders: set.senders(), Dropzone: dz, Observer: metrics,
-		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
-		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
-	})
-	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.health(), set.waiting()
-	for name := range svc.Adapters {
-		if p := schema.Provider(name); p.Valid() {
-			metrics.Init(p)
-		}
-	}
-	lt := service.NewLifetime(log)
-	lt.Add(service.Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
-	lt.Add(service.Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
-	// Hooks run for what the journal holds, whenever it was written
-	// (notify.go); they stop before ingest flushes its last groups, which
-	// then wake them at the next start.
-	lt.Add(notifyComponent(cfg, mb, log))
-	for _, c := range extra {
-		lt.Add(c)
-	}
-	lt.Add(serveHTTP(svc.Handler(set.webhooks(pipeline))))
-	for _, src := range set.sources() {
-		lt.Add(sourceComponent(src, pipeline, log))
-	}
-	return svc, lt
 }
 
 func configName(cfg *config.Config) string {
@@ -226,132 +205,6 @@ func configName(cfg *config.Config) string {
 		return "(embedded default)"
 	}
 	return cfg.Path
-}
-
-// watchdog answers systemd's watchdog while the state database answers.
-func watchdog(ctx context.Context, mb *mailbox.Mailbox, log *slog.Logger) (stop func()) {
-	interval, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || interval <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(interval / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				pctx, pcancel := context.WithTimeout(ctx, interval/3)
-				err := mb.Ping(pctx)
-				pcancel()
-				if err != nil {
-					log.Error("watchdog: state database does not answer; not petting the watchdog", "err", err)
-					continue
-				}
-				daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// httpComponent serves /health, /metrics and webhooks. Binding happens at
-// start, so a port in use fails the start.
-func httpComponent(listen string, h http.Handler, log *slog.Logger) service.Component {
-	lim := serveHTTPLimits()
-	srv := newHTTPServer(h, lim, log)
-	var done chan struct{}
-	return service.Component{
-		Name: "http " + listen,
-		Start: func(ctx context.Context) error {
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("listen on %s (courier.http.listen): %w", listen, err)
-			}
-			ln = limitListener(ln, lim.MaxConns)
-			done = make(chan struct{})
-			go func() {
-				defer close(done)
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("http server failed", "err", err)
-				}
-			}()
-			return nil
-		},
-		Stop: func(ctx context.Context) error {
-			err := srv.Shutdown(ctx)
-			<-done
-			return err
-		},
-	}
-}
-
-// sourceComponent runs a Source: its Start (connect, check credentials) is
-// part of the service's start; its Run loop is restarted with a backoff if
-// it ever returns an error.
-func sourceComponent(src adapters.Source, sink adapters.Sink, log *slog.Logger) service.Component {
-	log = log.With("source", src.Name())
-	var (
-		cancel context.CancelFunc
-		wg     sync.WaitGroup
-	)
-	return service.Component{
-		Name: src.Name(),
-		Start: func(ctx context.Context) error {
-			if s, ok := src.(adapters.Starter); ok {
-				if err := s.Start(ctx); err != nil {
-					return err
-				}
-			}
-			var rctx context.Context
-			rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				backoff := time.Second
-				for {
-					err := src.Run(rctx, sink)
-					if rctx.Err() != nil {
-						return
-					}
-					if err == nil {
-						err = errors.New("source stopped on its own")
-					}
-					log.Error("source failed; restarting", "err", err, "in", backoff)
-					if h, ok := src.(adapters.ErrorReporter); ok {
-						h.Error(err)
-					}
-					select {
-					case <-rctx.Done():
-						return
-					case <-time.After(backoff):
-					}
-					backoff = min(backoff*2, time.Minute)
-				}
-			}()
-			return nil
-		},
-		Stop: func(ctx context.Context) error {
-			if cancel != nil {
-				cancel()
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-ctx.Done():
-				return fmt.Errorf("did not stop in time")
-			}
-			if s, ok := src.(adapters.Stopper); ok {
-				return s.Stop(ctx)
-			}
-			return nil
-		},
-	}
 }
 
 // isTerminal reports whether w is a terminal (progress output).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/mailbox"
 )
@@ -32,7 +33,7 @@ func (a *app) statusCommand() *cobra.Command {
 			}
 			rep, live := a.fetchHealth(cmd.Context(), cfg.Courier.HTTP.Listen)
 			if !live {
-				mb, err := a.mailbox()
+				mb, err := a.Mailbox()
 				if err != nil {
 					return err
 				}
@@ -49,7 +50,7 @@ func (a *app) statusCommand() *cobra.Command {
 				printReport(a.stdout, rep)
 			}
 			if !live {
-				return &exitError{code: exitNoService, silent: true}
+				return silentExit(fault.NoService)
 			}
 			return nil
 		},

@@ -9,17 +9,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
-
-// watchPoll is how often watch reads the journal when no change of the
-// state database woke it (a missed or coalesced inotify event).
-const watchPoll = time.Second
 
 // watchGateEnv names a FIFO watch reads one line from between taking its
 // position in the journal and listing what came before: the tests put a
@@ -61,13 +57,11 @@ closed ends it by SIGPIPE, as it ends any filter.`,
 			w := &watcher{a: a, format: format, outbound: outbound}
 			f := &w.filter
 			f.All, f.Outbound, f.Correlation = all, outbound, corr
-			if err := addFilterFlags(f, providers, statuses); err != nil {
+			if err := mailview.AddFilters(f, providers, statuses); err != nil {
 				return err
 			}
-			now := time.Now()
 			if today {
-				y, m, d := now.Date()
-				since = time.Date(y, m, d, 0, 0, 0, 0, now.Location()).Format(time.RFC3339)
+				since = mailview.Midnight(time.Now()).Format(time.RFC3339)
 			}
 			return w.run(cmd.Context(), since)
 		},
@@ -97,7 +91,7 @@ type watcher struct {
 }
 
 func (w *watcher) run(ctx context.Context, since string) error {
-	mb, err := w.a.mailbox()
+	mb, err := w.a.Mailbox()
 	if err != nil {
 		return err
 	}
@@ -110,7 +104,7 @@ func (w *watcher) run(ctx context.Context, since string) error {
 	}
 	// Wake on the journal before taking the position: a commit between
 	// the two is then both after the position and a wake-up.
-	wake, stop := journalWaker(ctx, mb)
+	wake, stop := mb.Waker(ctx)
 	defer stop()
 	if w.cursor, _, err = mb.LastEvent(ctx); err != nil {
 		return err
@@ -139,59 +133,6 @@ func (w *watcher) run(ctx context.Context, since string) error {
 	}
 }
 
-// journalWaker returns a channel that gets a value (one pending at most)
-// whenever the journal of mb may hold new events: on any change of the
-// state database's files (a commit of another process: inotify), on a
-// commit of this process (Subscribe), and every watchPoll (a missed or
-// coalesced inotify event, a file system without it). Readers then read
-// the journal from their position. stop ends it.
-func journalWaker(ctx context.Context, mb *mailbox.Mailbox) (<-chan struct{}, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	wake := make(chan struct{}, 1)
-	sub, unsub := mb.Subscribe()
-	var events <-chan fsnotify.Event
-	fw, err := fsnotify.NewWatcher()
-	if err == nil {
-		if err := fw.Add(mb.State()); err != nil {
-			fw.Close()
-			fw = nil
-		} else {
-			events = fw.Events
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(watchPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-events:
-				if !ok {
-					events = nil
-					continue
-				}
-			case <-sub:
-			case <-tick.C:
-			}
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return wake, func() {
-		cancel()
-		<-done
-		unsub()
-		if fw != nil {
-			fw.Close()
-		}
-	}
-}
-
 // first prints what --since asks for: the messages since a time, as list
 // selects them, or what the journal holds after a message's arrival (what
 // arrived since a time when the journal no longer holds it).
@@ -200,7 +141,7 @@ func (w *watcher) first(ctx context.Context, since string) error {
 	if since == "" {
 		return nil
 	}
-	if t, err := parseSince(since, time.Now()); err == nil {
+	if t, err := mailview.ParseSince(since, time.Now()); err == nil {
 		f := w.filter
 		f.Since = t
 		return w.list(ctx, f, nil)
@@ -321,14 +262,14 @@ func (w *watcher) print(e *mailbox.Entry) error {
 		_, err := fmt.Fprintln(w.out, e.ID)
 		return err
 	case "compact":
-		_, err := fmt.Fprintf(w.out, "%s | %s | %s\n", e.ID, oneLine(safeText(e.From.Name)), safeText(e.Preview))
+		_, err := fmt.Fprintf(w.out, "%s | %s | %s\n", e.ID, mailview.OneLine(mailview.SafeText(e.From.Name)), mailview.SafeText(e.Preview))
 		return err
 	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	w.out.Write(jsonSafe(b))
+	w.out.Write(mailview.JSONSafe(b))
 	return w.out.WriteByte('\n')
 }
 

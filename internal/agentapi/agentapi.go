@@ -1,16 +1,16 @@
 // Package agentapi is how agents write while the service runs (DESIGN §7).
 // The service is then the only writer of the mailbox and its database:
 // agents may read them (they are in the workspace's group) but not change
-// them, and their writing verbs (claim, done, fail, send; MCP's tools
-// later) reach the service as HTTP requests over a Unix socket. The
+// them, and their writing verbs (claim, done, fail, send, and those of
+// `courier mcp`) reach the service as HTTP requests over a Unix socket. The
 // socket tells the service who asks: it reads the peer's credentials
 // (SO_PEERCRED) from every connection, and the agent a request acts for
 // is tied to that user (see Caller.Agent), whatever the request says.
 //
-// The service's side is a Backend: plain Go methods taking the Caller,
-// which the socket's Server calls for each request and which an MCP server
-// in the same process can call directly. The command line's side is a
-// Client.
+// The service's side is a Backend (package agents implements it): plain
+// Go methods taking the Caller, which the socket's Server calls for each
+// request and which the MCP server over HTTP calls directly, with its own
+// Caller. The command line's side is a Client (agents.Local dials it).
 //
 // The wire, for `curl --unix-socket .monoco/run/courier.sock`:
 //

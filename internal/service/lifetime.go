@@ -1,8 +1,12 @@
 // Package service holds what `courier serve` is made of besides the
 // adapters and the pipelines: the lifetime of its components (start in
 // order, stop in reverse, roll back a failed start, as maddy's
-// framework/container/lifetime.go does), the workspace lock, the health
-// report, the Prometheus metrics and the HTTP server. cmd/courier wires it.
+// framework/container/lifetime.go does); Assemble, which makes the
+// service of a set of providers (ingest, outbound, the notify hooks, the
+// HTTP server, a component per source); the restart loop of a source
+// (SourceComponent); the HTTP server and its limits (HTTPComponent); the
+// health report and the Prometheus metrics; systemd's watchdog; and the
+// log Redactor. cmd/courier wires it, with the agents' socket and /mcp.
 package service
 
 import (

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,33 +58,6 @@ func TestLifetimeOrderAndRollback(t *testing.T) {
 	if err := l.Stop(context.Background()); err != nil || len(log) != 0 {
 		t.Errorf("Stop after a rolled-back start: %v %v (nothing is left to stop)", err, log)
 	}
-}
-
-// TestLockSingleInstance: a second holder is refused with ErrLocked and
-// the first holder's pid, also from another process; Release frees it.
-func TestLockSingleInstance(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "serve.lock")
-	l, err := AcquireLock(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := AcquireLock(p); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid ") {
-		t.Errorf("second lock in the process: %v, want ErrLocked with a pid", err)
-	}
-	// flock(1) from another process sees the lock held.
-	if flock, err := exec.LookPath("flock"); err == nil {
-		if err := exec.Command(flock, "-n", p, "true").Run(); err == nil {
-			t.Error("another process took the lock")
-		}
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	l2, err := AcquireLock(p)
-	if err != nil {
-		t.Fatalf("after Release: %v", err)
-	}
-	l2.Release()
 }
 
 type fixedHealth adapters.Health

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package main
-
-import "os"
-
-// pseudoFS is Linux's check; elsewhere the path checks stand alone.
-func pseudoFS(*os.File) string { return "" }

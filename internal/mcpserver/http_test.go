@@ -1,0 +1,118 @@
+package mcpserver
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monoco/courier/internal/agents"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/mcptest"
+)
+
+// httpServer serves a workspace's /mcp with at most max sessions.
+func httpServer(t *testing.T, max int) (*Server, string) {
+	t.Helper()
+	ws, w := newWorkspace(t)
+	s := New(Options{Mailbox: w.mb, Dropzone: w.dz, Backend: &agents.Backend{}, Caller: HTTPCaller})
+	cfg := config.Default().Courier.MCP
+	cfg.AllowAnonymous, cfg.MaxSessions = true, max
+	h, err := NewHTTP(s, ws, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { h.Stop(context.Background()) })
+	return s, srv.URL
+}
+
+// initialize opens a session over the 2025-06-18 protocol and returns
+// the HTTP status.
+func initialize(t *testing.T, url string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestHTTPSessionBoundCountsOpenSessions: max_sessions counts the sessions
+// an initialize opened, not one the SDK holds that never was (a
+// server/discover's, or a failed initialize's, which the SDK closes a
+// moment after answering: counted, it made the bound refuse the
+// initialize a go-sdk client sends after its discover, now and then, in
+// TestMCPHTTPGuards). Such a session is held here for good, so the test
+// does not depend on that moment; and the go-sdk client, which asks
+// server/discover first, then initializes, finds its discover's place
+// free once it has the answer.
+func TestHTTPSessionBoundCountsOpenSessions(t *testing.T) {
+	s, url := httpServer(t, 1)
+	_, st := mcp.NewInMemoryTransports()
+	ss, err := s.srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	for range 20 {
+		cs := mcptest.Connect(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if got := initialize(t, url); got != http.StatusServiceUnavailable {
+			t.Fatalf("a second session of max_sessions 1: %d, want 503", got)
+		}
+		cs.Close()
+		testutil.WaitFor(t, 10*time.Second, "the client's session to end", func() bool {
+			n := 0
+			for ss := range s.srv.Sessions() {
+				if ss.InitializeParams() != nil {
+					n++
+				}
+			}
+			return n == 0
+		})
+	}
+	if got := initialize(t, url); got != http.StatusOK {
+		t.Fatalf("initialize beside a session never initialized: %d, want 200", got)
+	}
+}
+
+// TestHTTPSessionBoundConcurrent: initializes that arrive together do not
+// all take the last places (counting and taking a place are one step).
+func TestHTTPSessionBoundConcurrent(t *testing.T) {
+	const max = 3
+	_, url := httpServer(t, max)
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+		ok int
+	)
+	for range 4 * max {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if initialize(t, url) == http.StatusOK {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok == 0 || ok > max {
+		t.Errorf("%d sessions opened at once under max_sessions %d", ok, max)
+	}
+}

@@ -1,0 +1,225 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/mailview"
+)
+
+// refusal is a refusal as a tool error: the command line's message, and
+// its exit code. The SDK makes it a result with isError set.
+type refusal struct {
+	msg  string
+	code int
+}
+
+func (e *refusal) Error() string { return fmt.Sprintf("%s (exit %d)", e.msg, e.code) }
+
+// refuse is err as a refusal: its message and the exit code of its kind.
+func refuse(err error) error {
+	return &refusal{msg: err.Error(), code: fault.ExitCode(err)}
+}
+
+// unavailable is a call that could not be served (its context ended while
+// it waited for its turn).
+func unavailable(err error) error { return fault.Wrap(fault.Unavailable, err) }
+
+// asRefusal is err as a refusal: itself, or an error of no known kind.
+func asRefusal(err error) *refusal {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return &refusal{msg: err.Error(), code: fault.Internal.ExitCode()}
+}
+
+// toolError is a refusal as a result, for a tool that gives a structured
+// result with it (claim's holder).
+func toolError(r *refusal) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: r.Error()}}}
+}
+
+// textResult is a tool result whose text is what the CLI prints.
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// listing is a page of entries as the structured content
+// {"messages": [...], "count": n, "truncated": bool, "next_cursor": c},
+// the entries spliced in as list --format json prints them (one a line):
+// a listing is not decoded and encoded again entry by entry. Its text is
+// the same JSON.
+func listing(p *mailview.Page) *mcp.CallToolResult {
+	size := 64
+	for _, l := range p.Entries {
+		size += len(l) + 2
+	}
+	doc := make([]byte, 0, size)
+	doc = append(doc, `{"messages":[`...)
+	for i, l := range p.Entries {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, '\n')
+		doc = append(doc, l...)
+	}
+	doc = fmt.Appendf(doc, "\n],\"count\":%d,\"truncated\":%t", len(p.Entries), p.Next != "")
+	if p.Next != "" {
+		doc = fmt.Appendf(doc, `,"next_cursor":%q`, p.Next)
+	}
+	doc = append(doc, '}')
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}
+}
+
+// rawListings encodes a tools/call result whose structured content is
+// JSON already made (json.RawMessage) and whose one content is that same
+// JSON as text, as listing makes one, without the go-sdk's own
+// encoding: CallToolResult.MarshalJSON marshals the text and re-compacts
+// both copies of the page, and jsonrpc2 compacts the result twice more,
+// which for a page of 10,000 entries was most of the server's time. The
+// result sent is the same (rawResult). The middleware is outside the
+// SDK's own (added by mcp.NewServer), so the SDK's result is final but for
+// _meta and resultType, which it sets on the result after every
+// middleware and which rawResult encodes when it is sent.
+func rawListings(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || method != "tools/call" || len(r.Content) != 1 {
+			return res, err
+		}
+		raw, ok := r.StructuredContent.(json.RawMessage)
+		tc, isText := r.Content[0].(*mcp.TextContent)
+		if !ok || !isText || tc.Meta != nil || tc.Annotations != nil || tc.Text != string(raw) {
+			return res, err
+		}
+		return &rawResult{r, raw}, nil
+	}
+}
+
+// rawResult is a CallToolResult (every method the SDK calls on a
+// result is the embedded one's) sent as
+// {"content":[{"type":"text","text":RAW}],"structuredContent":RAW,...}
+// with RAW, JSON made by listing, copied in once as a value and once as
+// a string, and the result's other fields as the SDK encodes them.
+type rawResult struct {
+	*mcp.CallToolResult
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) {
+	rest := *r.CallToolResult
+	rest.Content, rest.StructuredContent = []mcp.Content{}, nil
+	small, err := rest.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(small, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "content")
+	delete(fields, "structuredContent")
+	// One buffer of about the result's size: escaped, a page of entries
+	// is about a fifth longer (a quote for every ~5 bytes).
+	out := make([]byte, 0, 2*len(r.raw)+len(r.raw)/4+len(small)+64)
+	out = append(out, `{"content":[{"type":"text","text":`...)
+	out = appendString(out, r.raw)
+	out = append(out, `}],"structuredContent":`...)
+	out = append(out, r.raw...)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		key, _ := json.Marshal(k)
+		out = append(append(append(append(out, ','), key...), ':'), fields[k]...)
+	}
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it but for HTML's <, > and & (which jsonrpc2 leaves too):
+// encoding it with encoding/json would copy the page twice more.
+func appendString(out, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(s[i:])
+			if (r != utf8.RuneError || n != 1) && r != '\u2028' && r != '\u2029' {
+				i += n
+				continue
+			}
+			out = append(out, s[start:i]...)
+			if r == utf8.RuneError {
+				out = append(out, `\ufffd`...)
+			} else {
+				out = append(out, `\u202`...)
+				out = append(out, hex[r&0xf])
+			}
+			i += n
+			start = i
+			continue
+		}
+		out = append(out, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			out = append(out, '\\', c)
+		case '\n':
+			out = append(out, '\\', 'n')
+		case '\r':
+			out = append(out, '\\', 'r')
+		case '\t':
+			out = append(out, '\\', 't')
+		case '\b':
+			out = append(out, '\\', 'b')
+		case '\f':
+			out = append(out, '\\', 'f')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
+}
+
+// addListing adds a tool whose result is a listing: the
+// SDK's typed AddTool would decode the listing and encode it again, and
+// validate it entry by entry, which for 100,000 entries takes seconds.
+// The input is decoded here as AddTool would, unknown fields refused.
+func addListing[In any](s *Server, t *mcp.Tool, h func(context.Context, In) (*mcp.CallToolResult, error)) {
+	t.InputSchema = schemaOf[In]()
+	t.OutputSchema = schemaOf[entriesOut]()
+	s.srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in In
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+			args = []byte("{}")
+		}
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return toolError(&refusal{msg: fmt.Sprintf("%s: the arguments: %v", t.Name, err), code: fault.Usage.ExitCode()}), nil
+		}
+		res, err := h(ctx, in)
+		if err != nil {
+			return toolError(asRefusal(err)), nil
+		}
+		return res, nil
+	})
+}

@@ -1,0 +1,101 @@
+package service
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/ingest"
+	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/providers"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/notify"
+	"github.com/monoco/courier/outbound"
+	"github.com/monoco/courier/schema"
+)
+
+// Version is the version of the running binary, "(devel)" for a build
+// without one.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// Assemble makes the service of the providers: the ingest pipeline, the
+// outbound engine over their Senders, the notify hooks, the HTTP handler
+// (/health, /metrics and each Webhook at /webhook/<provider>) served by the
+// component serveHTTP makes, and a component per Source, started in that
+// order (so /health answers while sources connect); the extra components
+// (the agents' socket) start after the hooks, before the HTTP server.
+// Start the Lifetime to run it.
+func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
+	serveHTTP func(http.Handler) Component, extra ...Component) (*Service, *Lifetime) {
+	svc := &Service{Mailbox: mb, Version: Version(), Listen: cfg.Courier.HTTP.Listen}
+	metrics := svc.Metrics()
+	d := cfg.Courier.Debounce
+	pipeline := ingest.New(mb, &ingest.Options{
+		Logger:   log.With("component", "ingest"),
+		Debounce: ingest.Debounce{Window: time.Duration(d.WindowMS) * time.Millisecond, MaxWait: time.Duration(d.MaxWaitMS) * time.Millisecond},
+		Self:     set.Self(),
+		Observer: metrics,
+	})
+	o := cfg.Courier.Outbound
+	engine := outbound.New(mb, &outbound.Options{
+		Logger: log.With("component", "outbound"), Senders: set.Senders(), Dropzone: dz, Observer: metrics,
+		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
+		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
+	})
+	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.Health(), set.Waiting()
+	for name := range svc.Adapters {
+		if p := schema.Provider(name); p.Valid() {
+			metrics.Init(p)
+		}
+	}
+	lt := NewLifetime(log)
+	lt.Add(Component{Name: "ingest", Start: pipeline.Start, Stop: pipeline.Stop})
+	lt.Add(Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
+	// Hooks run for what the journal holds, whenever it was written; they
+	// stop before ingest flushes its last groups, which then wake them at
+	// the next start.
+	lt.Add(notifyComponent(cfg, mb, log))
+	for _, c := range extra {
+		lt.Add(c)
+	}
+	lt.Add(serveHTTP(svc.Handler(set.Webhooks(pipeline))))
+	for _, src := range set.Sources() {
+		lt.Add(SourceComponent(src, pipeline, log))
+	}
+	return svc, lt
+}
+
+// notifyHooks turns courier.notify into the runner's hooks.
+func notifyHooks(cfg *config.Config) []notify.Hook {
+	var out []notify.Hook
+	for _, c := range cfg.Courier.Notify {
+		h := notify.Hook{
+			Name: c.Name, Exec: c.Exec.Argv, Shell: c.Shell, Env: c.Env, URL: c.URL, Secret: c.Secret.Reveal(),
+			Timeout: c.Timeout.D(), Mentions: c.Mentions, PersonalEligible: c.PersonalEligible, Correlation: c.Correlation,
+			Digest: c.Digest.D(), MaxDigest: c.MaxDigest, RateCalls: c.Rate.Calls, RatePer: c.Rate.Per,
+			MaxQueue: c.MaxQueue, Backoff: c.Backoff.D(), Concurrency: c.Concurrency, MaxOutput: c.MaxOutput,
+		}
+		for _, e := range c.Events() {
+			h.On = append(h.On, mailbox.EventKind(e))
+		}
+		for _, p := range c.Providers {
+			h.Providers = append(h.Providers, schema.Provider(p))
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// notifyComponent runs the hooks with the service. It runs without hooks
+// too: it then keeps the event journal pruned.
+func notifyComponent(cfg *config.Config, mb *mailbox.Mailbox, log *slog.Logger) Component {
+	r := notify.New(mb, &notify.Options{Logger: log.With("component", "notify"), Hooks: notifyHooks(cfg), Root: mb.Root})
+	return Component{Name: "notify", Start: r.Start, Stop: r.Stop}
+}

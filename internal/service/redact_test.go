@@ -1,0 +1,37 @@
+package service
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/monoco/courier/internal/config"
+)
+
+// TestRedactor: a secret a provider holds never reaches the log, whether a
+// message, a string attribute, an error or a group quotes it, including
+// through loggers derived before the secret was known.
+func TestRedactor(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRedactor(slog.NewTextHandler(&buf, nil))
+	log := slog.New(r)
+	derived := log.With("adapter", "email").WithGroup("g")
+	r.Add(config.Secret("hunter2-imap-pass"), config.Secret("xoxb-123"), config.Secret("abc")) // "abc": too short to redact
+	log.Info("login failed for hunter2-imap-pass", "err", errors.New(`AUTH PLAIN "hunter2-imap-pass" refused`), "token", "xoxb-123")
+	derived.Warn("x", "detail", "the token xoxb-123 expired", "n", 3, slog.Group("inner", "s", "hunter2-imap-pass"))
+	log.Info("abc stays", "word", "abcdef")
+	out := buf.String()
+	for _, s := range []string{"hunter2-imap-pass", "xoxb-123"} {
+		if strings.Contains(out, s) {
+			t.Errorf("the log holds the secret %q:\n%s", s, out)
+		}
+	}
+	if n := strings.Count(out, "[redacted]"); n != 5 {
+		t.Errorf("%d redactions, want 5:\n%s", n, out)
+	}
+	if !strings.Contains(out, "abc stays") || !strings.Contains(out, "word=abcdef") || !strings.Contains(out, "n=3") || !strings.Contains(out, "adapter=email") {
+		t.Errorf("redaction touched what is no secret:\n%s", out)
+	}
+}

@@ -1,0 +1,94 @@
+// Package mcptest is an MCP client for tests: the go-sdk's client, with
+// calls that fail the test on a protocol error and check a tool's result
+// or refusal (the command line's exit code in its text). Imported by
+// _test.go files only.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Connect opens a session of the go-sdk's client over tr, closed when the
+// test ends.
+func Connect(t testing.TB, tr mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Call calls a tool and returns its result, failing the test on a
+// protocol error (a tool's refusal is a result, IsError).
+func Call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	return res
+}
+
+// OK calls a tool that must succeed and decodes its structured result
+// into out (when not nil).
+func OK(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res := Call(t, cs, tool, args)
+	if res.IsError {
+		t.Fatalf("%s %v: refused: %s", tool, args, Text(res))
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: structured content %s: %v", tool, b, err)
+		}
+	}
+	return res
+}
+
+// Refused calls a tool that must refuse, with the command line's exit
+// code, in words that contain want; it returns the refusal's text.
+func Refused(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any, code int, want string) string {
+	t.Helper()
+	res := Call(t, cs, tool, args)
+	text := Text(res)
+	if !res.IsError || !strings.Contains(text, fmt.Sprintf("(exit %d)", code)) || !strings.Contains(text, want) {
+		t.Errorf("%s %v: want a refusal, exit %d, saying %q; got error=%v %q", tool, args, code, want, res.IsError, text)
+	}
+	return text
+}
+
+// Text is a result's text content.
+func Text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// Listed is a listing tool's structured result (list, thread, context).
+type Listed struct {
+	Messages []struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		ClaimedBy string `json:"claimed_by"`
+	} `json:"messages"`
+	Count     int  `json:"count"`
+	Truncated bool `json:"truncated"`
+}
