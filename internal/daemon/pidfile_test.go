@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Probe sees a held lock and its holder's pid without taking the lock
@@ -108,4 +111,73 @@ func TestLockSingleInstance(t *testing.T) {
 		t.Fatalf("after Release: %v", err)
 	}
 	l2.Release()
+}
+
+// A lock held only by a process the dead holder forked (a hook between
+// its fork and exec keeps a copy of the descriptor) is waited for, not
+// refused: the lock file names a pid that is gone. A live holder is
+// still refused at once.
+func TestLockHolderGone(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "serve.lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	// The holder named in the file has exited.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0)
+	// A child holds the descriptor for a moment, then the last copy goes.
+	child := exec.Command("sh", "-c", "read x")
+	child.ExtraFiles = []*os.File{f}
+	in, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got := make(chan error, 1)
+	go func() {
+		l, err := AcquireLock(p)
+		if err == nil {
+			l.Release()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("acquired (or refused) while the child held it: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	in.Close() // the child exits, and with it the last descriptor
+	child.Wait()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("after the child exited: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AcquireLock did not return")
+	}
+
+	// A holder that runs (this process) is refused at once.
+	l, err := AcquireLock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	start := time.Now()
+	if _, err := AcquireLock(p); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a live holder was waited for %v", d)
+	}
 }
