@@ -13,19 +13,23 @@ import (
 	"github.com/monoco/courier/threading"
 )
 
-// inbound sets the provider's receiving side for the configured mode: the
-// long connection is one Source that also catches up after each
-// (re)connect; webhooks are a Webhook plus a Source of their own for the
-// catch-up, since a webhook has no connection whose start marks a gap.
-func (a *Adapter) inbound(p *adapters.Provider) {
+// inbound sets the provider's receiving side for the configured mode, and
+// refuses a mode it does not know: the long connection is one Source that
+// also catches up after each (re)connect; webhooks are a Webhook plus a
+// Source of their own for the catch-up, since a webhook has no connection
+// whose start marks a gap.
+func (a *Adapter) inbound(p *adapters.Provider) error {
 	r := newReceiver(a)
 	switch a.cfg.Mode {
+	case "", "ws":
+		p.Sources = append(p.Sources, newWSSource(r))
 	case "webhook":
 		p.Webhook = newWebhook(r)
 		p.Sources = append(p.Sources, newReplaySource(r))
 	default:
-		p.Sources = append(p.Sources, newWSSource(r))
+		return fmt.Errorf("courier.adapters.lark.mode: %q is not one of ws, webhook", a.cfg.Mode)
 	}
+	return nil
 }
 
 // maxChats bounds the per-chat state the receiver keeps in memory. Past it,
