@@ -224,9 +224,17 @@ func (s *replaySource) Error(err error) { s.r.a.health.Error(err) }
 // the interval.
 func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error { return s.c.Run(ctx, sink) }
 
+// errFetchIncomplete is what `courier fetch` says of a gap larger than
+// chatsync.MaxFetchPasses passes read.
+var errFetchIncomplete = errors.New("lark: catch-up stopped at its bounds; more to read")
+
 // FetchOnce is `courier fetch`: passes until every chat is caught up.
 func (s *replaySource) FetchOnce(ctx context.Context, sink adapters.Sink) error {
-	return s.c.FetchOnce(ctx, sink)
+	err := s.c.FetchOnce(ctx, sink)
+	if errors.Is(err, chatsync.ErrIncomplete) {
+		return errFetchIncomplete
+	}
+	return err
 }
 
 var (

@@ -808,6 +808,26 @@ func TestReplaySource(t *testing.T) {
 	}
 }
 
+// FetchOnce gives up after chatsync.MaxFetchPasses passes that each
+// stopped at their bounds, saying so as Lark's own error: the text
+// `courier fetch` prints.
+func TestReplayFetchOnceBound(t *testing.T) {
+	w := rpNew(t)
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_huge", Name: "Huge"})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range chatsync.MaxFetchPasses + 10 {
+		w.add("oc_huge", "ou_ann", fmt.Sprint(i), base.Add(time.Duration(i)*time.Second))
+	}
+	// A page of two a pass: the message of the position's second, and
+	// one more.
+	w.r.replay.limits.perChat, w.r.replay.limits.pageSize = 1, 2
+	f := newReplaySource(w.r).(adapters.Fetcher)
+	err := f.FetchOnce(context.Background(), w.ws.Pipe)
+	if err == nil || err.Error() != "lark: catch-up stopped at its bounds; more to read" {
+		t.Errorf("FetchOnce over more than %d passes: %v", chatsync.MaxFetchPasses, err)
+	}
+}
+
 // A group's history lists a thread's root, not its replies: a reply
 // posted during the gap in a thread seen live, and the replies of a
 // thread started during the gap, are read from the thread; a topic chat
