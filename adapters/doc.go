@@ -72,7 +72,11 @@
 //     checkpoints that survive gaps and crashes, the joining of
 //     redeliveries, the webhook skeleton, the catch-up loop and the
 //     step-by-step post loop; what is left to it is its API calls and
-//     its normaliser (its package doc says how).
+//     its normaliser (its package doc says how; adapters/slack and
+//     adapters/lark run on it). adapters/internal/chatmsg has what chat
+//     normalisers and Senders share: the text a file keeps within
+//     courier.limits (Fit), a bounded download (LimitReader), a draft's
+//     words (DraftWords).
 //
 //  4. Its section in internal/config: a Secret field and its *_file
 //     sibling are all a credential needs (Config.Secrets finds them).

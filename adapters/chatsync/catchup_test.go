@@ -151,6 +151,23 @@ func TestCatchUpFailed(t *testing.T) {
 	p.mu.Unlock()
 }
 
+// Failures before the pass they ask for are one pass: Failed never
+// blocks (a webhook's handler calls it), and each marks its gap at once.
+func TestCatchUpFailedCoalesces(t *testing.T) {
+	p := newPasses()
+	c := &chatsync.CatchUp{Name: "test", Pass: p.pass, Tracker: p.gapper, AfterFailure: time.Millisecond, OnKick: true}
+	for range 3 {
+		c.Failed()
+	}
+	if n := p.gapper.n.Load(); n != 3 {
+		t.Errorf("three failures marked %d gaps, want 3", n)
+	}
+	run(t, c)
+	p.next(t, "after the failures")
+	time.Sleep(50 * time.Millisecond)
+	p.none(t, "a second one for the failures before the first")
+}
+
 // A refusal of the credentials stops the passes until the service
 // restarts: /health says why, the log says so, and Run waits for ctx.
 func TestCatchUpFatal(t *testing.T) {

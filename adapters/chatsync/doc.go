@@ -67,20 +67,26 @@
 //	})
 //
 // Its transports call that path through Joiner.Do, keyed by the
-// provider's message or event id. A connection's Source calls Tracker.Gap
-// when a connection is lost or begins (whichever comes first in its
-// client: before the new connection's first event), CatchUp.Kick when one
-// is up, and CatchUp.Failed when an event could not be stored; it runs
-// CatchUp.Run beside its connection (OnKick). A webhook provider's Source
-// runs CatchUp.Run alone (an Interval as the safety net) and the service
-// mounts Webhook.Handler.
+// provider's message or event id (a transport that takes a slot before it
+// begins a handling, as Lark's long connection does, uses Join, Begin and
+// End). A connection's Source calls Tracker.Gap when a connection is lost
+// or begins (whichever comes first in its client: before the new
+// connection's first event), CatchUp.Kick when one is up, and
+// CatchUp.Failed when an event could not be stored; it runs CatchUp.Run
+// beside its connection (OnKick), and may wrap its Pass (Lark's runs only
+// while connected and is stopped when the connection is lost). A webhook
+// provider's Source runs CatchUp.Run alone (an Interval as the safety net)
+// and the service mounts Webhook.Handler.
 //
 // Its catch-up pass lists the conversations (the provider's list and
 // Tracker.Known), and for each not Pass.Done: Pass.Begin, reads history
 // from Reading.From (a conversation without a position is recorded where
-// it is now, not backfilled), hands each message to the same path as a
-// live event, and ends with Pass.CaughtUp at the newest position read
-// (Pass.Advance when it read in order but stopped at a bound); the whole
-// pass inside Tracker.RunPass, returning ErrIncomplete when a bound
-// stopped it.
+// it is now, not backfilled, or read from a window back as Lark does,
+// which also bounds how far back PassedTo may take it), hands each
+// message to the same path as a live event, and ends with Pass.CaughtUp
+// at the newest position read (Pass.Advance when it read in order but
+// stopped at a bound or at a message that failed; Pass.Finish for a
+// conversation it may not read); the whole pass inside Tracker.RunPass,
+// returning ErrIncomplete when a bound stopped it, and resetting what it
+// keeps of a round of its own when Pass.NewRound says one begins.
 package chatsync

@@ -117,3 +117,11 @@ func (j *Joiner[K]) Waiters(key K) int {
 	}
 	return 0
 }
+
+// Len returns how many handlings are under way (with a key): none is
+// left once every caller has returned.
+func (j *Joiner[K]) Len() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.flights)
+}

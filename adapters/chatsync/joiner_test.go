@@ -42,8 +42,8 @@ func TestJoiner(t *testing.T) {
 	if err := <-second; err != nil || runs.Load() != 2 {
 		t.Errorf("after the first failed, the redelivery returned %v after %d runs; want it to try itself", err, runs.Load())
 	}
-	if j.Waiters("k") != 0 {
-		t.Error("a flight outlived its handling")
+	if j.Waiters("k") != 0 || j.Len() != 0 {
+		t.Errorf("a flight outlived its handling (%d under way)", j.Len())
 	}
 	var wg sync.WaitGroup
 	var zero atomic.Int64
@@ -69,6 +69,9 @@ func TestJoinerBeginJoinEnd(t *testing.T) {
 	f, first := j.Begin("k")
 	if !first {
 		t.Fatal("the first Begin did not lead")
+	}
+	if n := j.Len(); n != 1 {
+		t.Errorf("%d handlings under way, want 1", n)
 	}
 	g, first := j.Begin("k")
 	if first || g != f || j.Join("k") != f || j.Waiters("k") != 2 {

@@ -270,6 +270,23 @@ func (t *Tracker[P, X]) Gap() {
 	t.mu.Unlock()
 }
 
+// Gaps returns how many gaps were marked (Gap) since the tracker was
+// made: a provider's tests and diagnostics tell a gap marked from none.
+func (t *Tracker[P, X]) Gaps() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gaps
+}
+
+// AllCaughtUp reports whether a round of passes read every conversation
+// with no gap since it began (and none since): a conversation first met
+// now starts caught up.
+func (t *Tracker[P, X]) AllCaughtUp() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
+}
+
 // Known returns the conversations the tracker has in memory, sorted: a
 // catch-up reads them besides those the provider lists.
 func (t *Tracker[P, X]) Known() []string {

@@ -256,6 +256,35 @@ func TestRounds(t *testing.T) {
 	}
 }
 
+// Gaps counts the gaps marked; AllCaughtUp says whether the last round
+// read everything with no gap since, and turns false at the next gap.
+func TestGapsAndAllCaughtUp(t *testing.T) {
+	ctx := context.Background()
+	sink := newSink()
+	tr := newTracker(0)
+	if tr.Gaps() != 0 || tr.AllCaughtUp() {
+		t.Fatalf("a new tracker: %d gaps, all caught up %v", tr.Gaps(), tr.AllCaughtUp())
+	}
+	p := tr.StartPass()
+	if err := p.CaughtUp(ctx, sink, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	tr.EndPass(p, chatsync.ErrIncomplete)
+	if tr.AllCaughtUp() {
+		t.Error("all caught up after a pass that stopped at its bounds")
+	}
+	p = tr.StartPass()
+	tr.EndPass(p, nil)
+	if !tr.AllCaughtUp() {
+		t.Error("not all caught up after the round read everything")
+	}
+	tr.Gap()
+	tr.Gap()
+	if tr.Gaps() != 2 || tr.AllCaughtUp() {
+		t.Errorf("after two gaps: %d gaps, all caught up %v", tr.Gaps(), tr.AllCaughtUp())
+	}
+}
+
 // Past Max, the entries that hold only what the Sink has are dropped and
 // read back when met again; an entry whose passedTo matters, and one not
 // caught up while the tracker is live, are kept; passedTo goes only when

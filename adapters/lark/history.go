@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // replayChat is a chat to catch up and the chat_type its events carry.
@@ -101,15 +102,12 @@ func (r *receiver) listChats(ctx context.Context, set *chatSet, lim replayLimits
 // time is added to those saved.
 func (r *receiver) knownChats(ctx context.Context, sink adapters.Sink, set *chatSet) error {
 	st := &r.replay
-	r.mu.Lock()
-	known := make([]string, 0, len(r.chats))
-	for id := range r.chats {
+	var known []string
+	for _, id := range r.track.Known() {
 		if !set.seen[id] {
 			known = append(known, id)
 		}
 	}
-	r.mu.Unlock()
-	slices.Sort(known)
 	saved, err := r.replayP2P(ctx, sink)
 	p2p := slices.Clone(saved)
 	isP2P := make(map[string]bool, len(p2p))
@@ -204,13 +202,13 @@ func eventChatType(mode string) string {
 
 // replayChat reads one chat's messages since its position and hands each
 // to handle; then the chat is caught up. Stopped at a bound, it saves
-// the newest read and returns errPassIncomplete.
-func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayChat, budget *int, lim replayLimits) error {
-	saved, from, err := r.replayFrom(ctx, sink, c.id, lim)
+// the newest read and returns chatsync.ErrIncomplete.
+func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, ps *chatPass, c replayChat, budget *int, lim replayLimits) error {
+	rd, err := ps.Begin(ctx, sink, c.id, nil)
 	if err != nil {
 		return err
 	}
-	st := &r.replay
+	saved, from := rd.Saved, replayFrom(rd, lim, time.Now())
 	var fail itemFailure
 	// listed is the newest create_time of the chat's history read;
 	// newest, the newest read (threads may hold newer replies than the
@@ -234,7 +232,7 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		// The messages after the one that failed are in; the position
 		// stays before it, which the next pass reads again.
 		if fail.ms > 0 {
-			if err := r.replayAdvance(ctx, sink, c.id, min(newest, fail.ms-1)); err != nil {
+			if err := ps.Advance(ctx, sink, c.id, min(newest, fail.ms-1)); err != nil {
 				return err
 			}
 		}
@@ -245,37 +243,31 @@ func (r *receiver) replayChat(ctx context.Context, sink adapters.Sink, c replayC
 		// read was read (the chat's list is in create_time order, and
 		// each thread was read back to the position): the next pass, or
 		// a restart, goes on from there.
-		if err := r.replayAdvance(ctx, sink, c.id, newest); err != nil {
+		if err := ps.Advance(ctx, sink, c.id, newest); err != nil {
 			return err
 		}
-		st.remember(c.id, newest)
 		r.a.log.Warn("lark: catch-up of a chat goes on in the next pass", "chat", c.id)
-		return errPassIncomplete
+		return chatsync.ErrIncomplete
 	}
-	st.remember(c.id, max(newest, saved))
-	return r.caughtUpTo(ctx, sink, c.id, newest)
+	// Read up to the newer of the newest read and the position (the
+	// next pass reads from here, when live events moved the checkpoint
+	// on meanwhile: chatsync.Reading.PassedTo).
+	return ps.CaughtUp(ctx, sink, c.id, max(newest, saved))
 }
 
-// replayFrom returns the chat's saved position and where a pass reads
-// the chat from: the position, or where the last pass read it up to when
-// that is older (a live event may have moved the checkpoint past a
-// message that never arrived) by at most a window, or a window back for
-// a chat with no position.
-func (r *receiver) replayFrom(ctx context.Context, sink adapters.Sink, chat string, lim replayLimits) (saved, from int64, err error) {
-	cs := r.acquire(chat)
-	saved, err = r.position(ctx, cs, sink, chat)
-	r.release(cs)
-	if err != nil {
-		return 0, 0, err
-	}
-	from = saved
-	if p, ok := r.replay.passedTo[chat]; ok && p < from && from-p <= lim.window.Milliseconds() {
+// replayFrom is where a pass reads a chat from: its position, or where
+// the last pass read it up to when that is older (a live event may have
+// moved the checkpoint past a message that never arrived) by at most a
+// window, or a window back from now for a chat with no position.
+func replayFrom(rd chatsync.Reading[int64], lim replayLimits, now time.Time) int64 {
+	from := rd.Saved
+	if p := rd.PassedTo; p > 0 && p < from && from-p <= lim.window.Milliseconds() {
 		from = p
 	}
 	if from <= 0 {
-		from = time.Now().Add(-lim.window).UnixMilli()
+		from = now.Add(-lim.window).UnixMilli()
 	}
-	return saved, from, nil
+	return from
 }
 
 // replayHistory reads the chat's history from from's second on, in
@@ -369,37 +361,6 @@ func (f *itemFailure) note(ms int64, err error) {
 	}
 }
 
-// remember records where a pass read a chat up to.
-func (s *replayState) remember(chat string, ms int64) {
-	if ms <= 0 {
-		return
-	}
-	if s.passedTo == nil || len(s.passedTo) >= maxChats {
-		s.passedTo = map[string]int64{}
-	}
-	s.passedTo[chat] = ms
-}
-
-// replayAdvance saves a chat's position at ms when that is newer than the
-// saved one, without marking the chat caught up: live events go on
-// without moving it until the catch-up completes.
-func (r *receiver) replayAdvance(ctx context.Context, sink adapters.Sink, chat string, ms int64) error {
-	if ms <= 0 {
-		return nil
-	}
-	cs := r.acquire(chat)
-	defer r.release(cs)
-	saved, err := r.position(ctx, cs, sink, chat)
-	if err != nil || ms <= saved {
-		return err
-	}
-	if err := sink.Deliver(ctx, adapters.Event{Checkpoint: &adapters.Checkpoint{Key: checkpointKey(chat), Value: strconv.FormatInt(ms, 10)}}); err != nil {
-		return fmt.Errorf("lark: save the position of %s: %w", chat, err)
-	}
-	cs.ms = ms
-	return nil
-}
-
 // histPage is one page of im/v1/messages list.
 type histPage struct {
 	Items     []histItem `json:"items"`
@@ -439,12 +400,8 @@ func (r *receiver) replayGet(ctx context.Context, path string, out any, lim repl
 		if err == nil || i >= lim.retries || (isAPI && !retryable(ae)) || (!isAPI && i >= 1) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := chatsync.Sleep(ctx, wait); err != nil {
+			return err
 		}
 		wait *= 2
 	}

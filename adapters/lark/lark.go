@@ -9,21 +9,22 @@
 //     streamed into the dropzone, the tenant token, a merge_forward's
 //     messages shown as an email forward is);
 //   - inbound.go: the one path from an event to the mailbox, for every
-//     transport, and the per-chat positions;
+//     transport, and the per-chat positions, kept by the chat engine
+//     (adapters/chatsync: Tracker) as create_time in milliseconds;
 //   - ws.go, webhook.go, replay.go: the transports (the SDK's long
-//     connection, the HTTP callback, the catch-up from history after a
-//     gap), the catch-up reading each chat's history (history.go) and
-//     its threads (threads.go);
-//   - resolve.go, send.go, client.go: the rules for drafts, the Sender,
-//     and the SDK's REST client it uses (on the adapter's own tenant
-//     token: the SDK's token cache is process-wide and never renews a
-//     token Lark refused);
+//     connection, the HTTP callback on chatsync.Webhook with Lark's
+//     verification and decryption, the catch-up from history after a
+//     gap, run by chatsync.CatchUp), the catch-up reading each chat's
+//     history (history.go) and its threads (threads.go);
+//   - resolve.go, send.go, client.go: the rules for drafts, the Sender
+//     (its steps posted by chatsync.Poster), and the SDK's REST client it
+//     uses (on the adapter's own tenant token: the SDK's token cache is
+//     process-wide and never renews a token Lark refused);
 //   - checks.go: what `courier doctor` asks, and apiGet, the one
 //     authenticated GET outside the SDK.
 package lark
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -65,10 +66,8 @@ func New(o Options) (*adapters.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch o.Config.Mode {
-	case "", "ws", "webhook":
-	default:
-		return nil, fmt.Errorf("courier.adapters.lark.mode: %q is not one of ws, webhook", o.Config.Mode)
+	if err := a.inbound(p); err != nil {
+		return nil, err
 	}
 	p.Health = &a.health
 	p.Secrets = []config.Secret{o.Config.AppSecret, o.Config.VerificationToken, o.Config.EncryptKey}
@@ -76,7 +75,6 @@ func New(o Options) (*adapters.Provider, error) {
 		p.Self = []string{o.Config.AppID}
 	}
 	p.Checks = a.checks()
-	a.inbound(p)
 	a.outbound(p)
 	return p, nil
 }

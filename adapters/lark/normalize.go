@@ -10,13 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/lark/internal/content"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/config"
-	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -241,7 +240,7 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	}
 	out := &adapters.Event{Message: msg, Debounce: true, ThreadCorrelation: th.ThreadKey != ""}
 	if ev.Header.EventID != "" {
-		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
+		out.Keys = []string{schema.EventKey(schema.Lark, ev.Header.EventID)}
 	}
 	return out, nil
 }
@@ -364,13 +363,15 @@ func noteResources(extra map[string]any, notes []resourceNote) {
 }
 
 // putContent sets the message's text, Markdown, body and type from r,
-// within courier.limits.max_text_bytes (fitText): a body cut says where
+// within courier.limits.max_text_bytes (the Markdown counts twice:
+// content.markdown and the body; the rest of each goes on in a text
+// artifact, so that nothing is lost: chatmsg.Fit): a body cut says where
 // it goes on.
 func (a *Adapter) putContent(msg *schema.Message, batch *dropzone.Batch, extra map[string]any, r content.Result, msgType string) error {
 	text, md := strings.TrimRight(schema.CleanText(r.Text), "\n"), strings.TrimRight(schema.CleanText(r.Markdown), "\n")
 	files := len(msg.Artifacts)
 	fullMD := md
-	text, md, err := a.fitText(msg, batch, extra, text, md)
+	text, md, rests, err := chatmsg.Fit(msg, batch, extra, "lark", a.limits.MaxTextBytes, text, md)
 	if err != nil {
 		return err
 	}
@@ -380,7 +381,7 @@ func (a *Adapter) putContent(msg *schema.Message, batch *dropzone.Batch, extra m
 		msg.Body += "\n"
 	}
 	if len(md) < len(fullMD) {
-		msg.Body = strings.TrimRight(msg.Body, "\n") + restLine(msg.Artifacts[files:]) + "\n"
+		msg.Body = strings.TrimRight(msg.Body, "\n") + restLine(rests) + "\n"
 	}
 	// A message of a file alone has only its bracketed note as text.
 	hasWords := strings.TrimSpace(text) != "" && !resourceOnly[msgType]
@@ -418,72 +419,16 @@ func (a *Adapter) recalled(ctx context.Context, ev event, b *body) (*adapters.Ev
 	msg.Metadata.Extra.Recalls = rid
 	out := &adapters.Event{Message: msg}
 	if ev.Header.EventID != "" {
-		out.Keys = []string{mailbox.EventKey(schema.Lark, ev.Header.EventID)}
+		out.Keys = []string{schema.EventKey(schema.Lark, ev.Header.EventID)}
 	}
 	return out, nil
-}
-
-// fitText keeps text and Markdown within courier.limits.max_text_bytes
-// (the Markdown counts twice: content.markdown and the body); the rest of
-// each goes on in a text artifact, so that nothing is lost.
-func (a *Adapter) fitText(msg *schema.Message, batch *dropzone.Batch, extra map[string]any, text, md string) (string, string, error) {
-	limit := a.limits.MaxTextBytes
-	if limit <= 0 {
-		limit = 4 << 20
-	}
-	kt, km := int64(len(text)), int64(len(md))
-	if kt+2*km > limit {
-		c := limit / 3
-		switch {
-		case kt < c:
-			km = (limit - kt) / 2
-		case km < c:
-			kt = limit - 2*km
-		default:
-			kt, km = c, c
-		}
-	}
-	var err error
-	if text, err = a.overflow(msg, batch, extra, "content.text", text, kt); err != nil {
-		return "", "", err
-	}
-	md, err = a.overflow(msg, batch, extra, "content.markdown", md, km)
-	return text, md, err
-}
-
-// overflow cuts s to keep bytes (at a line end when one is near) and
-// stores the rest as an artifact of the message.
-func (a *Adapter) overflow(msg *schema.Message, batch *dropzone.Batch, extra map[string]any, field, s string, keep int64) (string, error) {
-	if int64(len(s)) <= keep {
-		return s, nil
-	}
-	k := int(keep)
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	if i := strings.LastIndexByte(s[max(0, k-4096):k], '\n'); i >= 0 {
-		k = max(0, k-4096) + i + 1
-	}
-	if batch == nil {
-		extra["text_cut"] = fmt.Sprintf("%s cut at %d of %d bytes: no dropzone to keep the rest", field, k, len(s))
-		return s[:k], nil
-	}
-	name := map[string]string{"content.text": "text-rest.txt", "content.markdown": "markdown-rest.md"}[field]
-	obj, err := batch.Put(strings.NewReader(s[k:]))
-	if err != nil {
-		return "", adapters.Temporary(fmt.Errorf("lark: store the rest of %s: %w", field, err))
-	}
-	msg.Artifacts = append(msg.Artifacts, schema.Artifact{ID: obj.ID, Name: name, Type: schema.ArtifactDocument, MimeType: "text/plain; charset=utf-8", Size: obj.Size, Path: obj.Path})
-	x := &msg.Metadata.Extra
-	x.Overflow = append(x.Overflow, schema.Overflow{Field: field, Size: int64(len(s)), Kept: int64(k), Artifacts: []string{obj.ID}})
-	return s[:k], nil
 }
 
 // restLine ends a body that was cut: where it goes on.
 func restLine(arts []schema.Artifact) string {
 	var where []string
 	for _, a := range arts {
-		if a.Name == "markdown-rest.md" {
+		if a.Name == chatmsg.MarkdownRest {
 			where = append(where, fmt.Sprintf("%s (%d bytes, .monoco/dropzone/%s)", a.Name, a.Size, a.Path))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // The catch-up: what was posted while Courier was away (a dropped long
@@ -67,9 +68,9 @@ type replayLimits struct {
 var defaultReplayLimits = replayLimits{chatPages: 50, chatPageSize: 100, pages: 1000, perChat: 20, threadPages: 5, discoverPages: 2, pageSize: 50,
 	retries: 4, backoff: time.Second, window: 24 * time.Hour}
 
-// replayState is what passes remember between them. Its mutex is held
-// for a whole pass: the long connection and the webhook source never run
-// two at once.
+// replayState is what passes remember between them, besides what the
+// tracker keeps of each chat. Its mutex is held for a whole pass: the
+// long connection and the webhook source never run two at once.
 type replayState struct {
 	mu     sync.Mutex
 	limits replayLimits // the zero value is defaultReplayLimits
@@ -77,17 +78,9 @@ type replayState struct {
 	// events note theirs while a pass holds mu.
 	tmu     sync.Mutex
 	threads map[string]threadSeen
-	// done are the chats a round of passes finished: a pass after one
-	// that stopped at its bounds skips them, so that the chats early in
-	// the list cannot use every pass's budget and starve the rest.
-	done map[string]bool
 	// chatToken is where the chat list goes on when a pass stopped at
-	// its bound ("" at the start of a round).
+	// its bound ("" at the start of a round: chatsync.Pass.NewRound).
 	chatToken string
-	// roundBegun is the gap count (passStart) when the round began: a
-	// gap since starts the round anew, and the round's end marks the
-	// receiver live only if there was none.
-	roundBegun uint64
 	// fails counts, per message_id, the passes whose handle of it failed
 	// (a resource or a forward Lark keeps failing to serve); at
 	// maxItemFailures the next try writes it without what failed
@@ -102,18 +95,7 @@ type replayState struct {
 	// scanned are the chats whose threads before their position were
 	// looked for (replayDiscover) by this process. Bounded by maxChats.
 	scanned map[string]bool
-	// passedTo is, per chat, the newest create_time the last pass read.
-	// A live event may have moved the checkpoint past a message that
-	// never arrived (a webhook delivery that failed while later ones were
-	// stored): the next pass reads again from here, when it is at most a
-	// window older than the checkpoint. In memory only, bounded by
-	// maxChats.
-	passedTo map[string]int64
 }
-
-// errPassIncomplete reports a pass that stopped at its bounds; another
-// pass is due.
-var errPassIncomplete = errors.New("lark: catch-up stopped at its bounds; more to read")
 
 func (s *replayState) lim() replayLimits {
 	if s.limits.pages == 0 {
@@ -122,22 +104,29 @@ func (s *replayState) lim() replayLimits {
 	return s.limits
 }
 
-// catchUp is one pass over every chat the app is in: the messages missed
-// since each chat's position, ingested through handle, then caughtUpTo for
-// the chat; passStart/passDone around a pass that covered every chat. It
-// returns errPassIncomplete when a bound stopped it (call again), and the
-// errors of the chats it could not read (a chat Lark refuses, 230002 or
-// 230027, is logged and skipped: not an error).
-func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
+// pass is one pass over every chat the app is in: the messages missed
+// since each chat's position, ingested through handle, then the chat is
+// caught up (chatsync.Pass.CaughtUp); the pass runs inside
+// chatsync.Tracker.RunPass, whose round of passes skips the chats an
+// earlier pass of it finished. It returns chatsync.ErrIncomplete when a
+// bound stopped it (call again), and the errors of the chats it could not
+// read (a chat Lark refuses, 230002 or 230027, is logged and skipped: not
+// an error).
+func (r *receiver) pass(ctx context.Context, sink adapters.Sink) error {
 	st := &r.replay
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	lim := st.lim()
-	if begun := r.passStart(); (st.done == nil && st.chatToken == "") || begun != st.roundBegun {
-		// A new round; or a gap since this one began, which the chats it
-		// finished may have missed: a new round too.
-		st.done, st.chatToken, st.roundBegun = nil, "", begun
-	}
+	return r.track.RunPass(func(ps *chatPass) error {
+		if ps.NewRound() {
+			st.chatToken = ""
+		}
+		return r.read(ctx, sink, ps)
+	})
+}
+
+// read is one pass over the chats.
+func (r *receiver) read(ctx context.Context, sink adapters.Sink, ps *chatPass) error {
+	lim := r.replay.lim()
 	// Credentials Lark refuses fail the pass at once, not after every
 	// call's retries.
 	if _, err := r.a.tenantToken(ctx, false); err != nil {
@@ -154,20 +143,19 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 		errs = append(errs, listErr)
 	}
 	for _, c := range chats {
-		if st.done[c.id] {
+		if ps.Done(c.id) {
 			continue
 		}
 		if budget <= 0 {
 			incomplete = true
 			break
 		}
-		err := r.replayChat(ctx, sink, c, &budget, lim)
+		err := r.replayChat(ctx, sink, ps, c, &budget, lim)
 		var ae *apiError
 		switch {
 		case err == nil:
-		case errors.Is(err, errPassIncomplete):
+		case errors.Is(err, chatsync.ErrIncomplete):
 			incomplete = true
-			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.As(err, &ae) && !retryable(ae):
@@ -175,35 +163,31 @@ func (r *receiver) catchUp(ctx context.Context, sink adapters.Sink) error {
 			// it (230027), gone: nothing Courier can do, nothing lost
 			// that it could have read.
 			r.a.log.Warn("lark: catch-up skips a chat Lark does not let it read", "chat", c.id, "code", ae.Code, "msg", ae.Msg)
+			ps.Finish(c.id)
 		default:
 			r.a.log.Warn("lark: catch-up of a chat failed; it is read again in the next pass", "chat", c.id, "error", err)
 			errs = append(errs, err)
-			continue
 		}
-		if st.done == nil {
-			st.done = map[string]bool{}
-		}
-		st.done[c.id] = true
 	}
 	if len(errs) == 0 && incomplete {
-		return errPassIncomplete
+		return chatsync.ErrIncomplete
 	}
 	// The round is over: read whole, or failed (the next pass starts a
 	// round anew).
-	st.done, st.chatToken = nil, ""
-	if len(errs) == 0 {
-		r.passDone(st.roundBegun)
-	}
 	return errors.Join(errs...)
 }
 
 // newReplaySource is the catch-up of webhook mode, which has no
 // connection whose start marks a gap: a pass at start (what was posted
 // while Courier was down), one soon after the webhook could not store an
-// event (receiver.failed), and one every replayInterval as a safety net
-// for what never reached the webhook (Lark gives up after four tries).
+// event (chatsync.CatchUp.Failed), and one every replayInterval as a
+// safety net for what never reached the webhook (Lark gives up after four
+// tries).
 func newReplaySource(r *receiver) adapters.Source {
-	return &replaySource{r: r, interval: replayInterval, afterFailure: 30 * time.Second, again: 5 * time.Second}
+	c := r.catchUp
+	c.Interval, c.AfterFailure, c.Again = replayInterval, replayAfterFailure, replayAgain
+	c.Healthy = func() { r.a.health.Set(adapters.StatusConnected, "") }
+	return &replaySource{r: r, c: c}
 }
 
 // replayInterval: Lark retries an event the webhook did not take after
@@ -212,15 +196,21 @@ func newReplaySource(r *receiver) adapters.Source {
 // failures, a network cut). Each pass costs a chat-list page per 100 chats
 // and a list call per chat: half an hour keeps that far under Lark's
 // rate limits for thousands of chats, and a message Lark never delivered
-// still arrives within the half hour.
-const replayInterval = 30 * time.Minute
+// still arrives within the half hour. replayAfterFailure is how long
+// after a webhook failure the pass runs (Lark's own first retry comes
+// after 15 s); replayAgain is the pause after a pass that stopped at its
+// bounds.
+const (
+	replayInterval     = 30 * time.Minute
+	replayAfterFailure = 30 * time.Second
+	replayAgain        = 5 * time.Second
+)
 
+// replaySource runs the receiver's catch-up (chatsync.CatchUp) as a Source
+// of its own.
 type replaySource struct {
 	r *receiver
-	// interval is between passes; afterFailure is how long after a
-	// webhook failure the pass runs (Lark's own first retry comes after
-	// 15 s); again is the pause after a pass that stopped at its bounds.
-	interval, afterFailure, again time.Duration
+	c *chatsync.CatchUp
 }
 
 func (s *replaySource) Name() string { return "lark catch-up" }
@@ -232,57 +222,19 @@ func (s *replaySource) Error(err error) { s.r.a.health.Error(err) }
 // again soon after a pass that stopped at its bounds, until ctx is done. A
 // pass that failed is tried again after a minute, then two, four... up to
 // the interval.
-func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error {
-	retry := time.Minute
-	for {
-		err := s.r.catchUp(ctx, sink)
-		wait := s.interval
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, errPassIncomplete):
-			wait = s.again
-		case err != nil:
-			s.r.a.health.Error(err)
-			s.r.a.log.Warn("lark: catch-up failed; the next pass reads it again", "error", err)
-			wait, retry = min(retry, s.interval), min(2*retry, s.interval)
-		default:
-			s.r.a.health.Set(adapters.StatusConnected, "")
-			retry = time.Minute
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		case <-s.r.failed:
-			// A possible gap: until the pass reads it, live events must
-			// not move the checkpoints past it (a crash would lose it).
-			s.r.gap()
-			t.Reset(s.afterFailure)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
-		}
-	}
-}
+func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error { return s.c.Run(ctx, sink) }
 
-// maxFetchPasses bounds FetchOnce: a gap larger than this many passes is
-// left to the service.
-const maxFetchPasses = 100
+// errFetchIncomplete is what `courier fetch` says of a gap larger than
+// chatsync.MaxFetchPasses passes read.
+var errFetchIncomplete = errors.New("lark: catch-up stopped at its bounds; more to read")
 
 // FetchOnce is `courier fetch`: passes until every chat is caught up.
 func (s *replaySource) FetchOnce(ctx context.Context, sink adapters.Sink) error {
-	for range maxFetchPasses {
-		if err := s.r.catchUp(ctx, sink); !errors.Is(err, errPassIncomplete) {
-			return err
-		}
+	err := s.c.FetchOnce(ctx, sink)
+	if errors.Is(err, chatsync.ErrIncomplete) {
+		return errFetchIncomplete
 	}
-	return errPassIncomplete
+	return err
 }
 
 var (

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
@@ -227,7 +228,7 @@ func TestReplayAwayOnce(t *testing.T) {
 	old := w.add("oc_quiet", "ou_ann", "two days ago: before the window", time.Now().Add(-48*time.Hour))
 	recent := w.add("oc_quiet", "ou_ann", "an hour ago", time.Now().Add(-time.Hour))
 	// The pass at start: the chats have no position; oc_team is empty.
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 
@@ -245,7 +246,7 @@ func TestReplayAwayOnce(t *testing.T) {
 	if got := w.checkpoint(t, "oc_dm"); got != rpMillis(dm.CreateTime) {
 		t.Fatalf("a live event after a complete pass: checkpoint %q", got)
 	}
-	w.r.gap()
+	w.r.track.Gap()
 
 	// Away: the same second as the live one (Lark's list is
 	// second-granular), later ones, the bot's own, a recalled one.
@@ -256,7 +257,7 @@ func TestReplayAwayOnce(t *testing.T) {
 	gone := w.fake.AddMessage("oc_team", larkfake.Message{Content: rpText("recalled"), SenderID: "ou_ann", Deleted: true, CreateTime: base.Add(4 * time.Minute)})
 	dmAway := w.add("oc_dm", "ou_bob", "are you there?", base.Add(5*time.Minute))
 
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("catchUp: %v", err)
 	}
 	want := []string{live.MessageID, same.MessageID, a1.MessageID, a2.MessageID, dm.MessageID, dmAway.MessageID, recent.MessageID}
@@ -283,13 +284,13 @@ func TestReplayAwayOnce(t *testing.T) {
 	if m := files["lark_"+dmAway.MessageID]; m == nil || m.Session.Type != schema.Direct || m.Participants.From.Name != "Bob Chen" {
 		t.Errorf("the p2p message read back: %+v", m)
 	}
-	if !w.r.live {
+	if !w.r.track.AllCaughtUp() {
 		t.Error("a pass over every chat did not mark the receiver live")
 	}
 
 	// A second pass: nothing new written, nothing normalised again.
 	before := len(files)
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(w.files(t)); n != before {
@@ -303,7 +304,7 @@ func TestReplayAwayOnce(t *testing.T) {
 }
 
 // More than a page (50) of messages are read page by page; bounded to
-// two pages a chat, a pass stops with errPassIncomplete having saved the
+// two pages a chat, a pass stops with chatsync.ErrIncomplete having saved the
 // newest read, and the next goes on from there: all of them once.
 func TestReplayPaging(t *testing.T) {
 	w := rpNew(t)
@@ -314,19 +315,19 @@ func TestReplayPaging(t *testing.T) {
 	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, first, "group")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.caughtUpTo(ctx, w.ws.Pipe, "oc_busy", first.CreateTime.UnixMilli()); err != nil {
+	if err := caughtUp(ctx, w.r, w.ws.Pipe, "oc_busy", first.CreateTime.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
-	w.r.gap()
+	w.r.track.Gap()
 	var msgs []larkfake.Message
 	for i := range 130 {
 		msgs = append(msgs, w.add("oc_busy", "ou_bob", fmt.Sprintf("message %d", i), base.Add(time.Duration(i+1)*time.Second)))
 	}
 	w.r.replay.limits.perChat = 2
 	calls := w.fake.Calls(larkfake.RouteList)
-	err := w.r.catchUp(ctx, w.ws.Pipe)
-	if !errors.Is(err, errPassIncomplete) {
-		t.Fatalf("a pass over 131 messages at 2 pages of 50: %v, want errPassIncomplete", err)
+	err := w.r.pass(ctx, w.ws.Pipe)
+	if !errors.Is(err, chatsync.ErrIncomplete) {
+		t.Fatalf("a pass over 131 messages at 2 pages of 50: %v, want chatsync.ErrIncomplete", err)
 	}
 	if n := w.fake.Calls(larkfake.RouteList) - calls; n != 3 {
 		t.Errorf("%d list calls, want 3 (the bound, and the look for threads before the position)", n)
@@ -338,10 +339,10 @@ func TestReplayPaging(t *testing.T) {
 	if n := len(w.files(t)); n != 100 {
 		t.Errorf("%d files after the bounded pass, want 100", n)
 	}
-	if w.r.live {
+	if w.r.track.AllCaughtUp() {
 		t.Error("a pass stopped at its bounds marked the receiver live")
 	}
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("the second pass: %v", err)
 	}
 	if n := len(w.files(t)); n != 131 {
@@ -355,7 +356,7 @@ func TestReplayPaging(t *testing.T) {
 	if got, want := w.checkpoint(t, "oc_busy"), rpMillis(msgs[129].CreateTime); got != want {
 		t.Errorf("checkpoint %s, want the newest %s", got, want)
 	}
-	if !w.r.live {
+	if !w.r.track.AllCaughtUp() {
 		t.Error("the pass that finished did not mark the receiver live")
 	}
 }
@@ -373,11 +374,11 @@ func TestReplayCrashMidPass(t *testing.T) {
 	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, start, "group")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.caughtUpTo(ctx, w.ws.Pipe, "oc_team", start.CreateTime.UnixMilli()); err != nil {
+	if err := caughtUp(ctx, w.r, w.ws.Pipe, "oc_team", start.CreateTime.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	saved := w.checkpoint(t, "oc_team")
-	w.r.gap()
+	w.r.track.Gap()
 	want := []string{start.MessageID}
 	for i := range 8 {
 		want = append(want, w.add("oc_team", "ou_bob", fmt.Sprintf("away %d", i), base.Add(time.Duration(i+1)*time.Second)).MessageID)
@@ -385,7 +386,7 @@ func TestReplayCrashMidPass(t *testing.T) {
 	slices.Sort(want)
 
 	crash := &rpSink{Sink: w.ws.Pipe, failAfter: 3}
-	if err := w.r.catchUp(ctx, crash); !errors.Is(err, errRPCrash) {
+	if err := w.r.pass(ctx, crash); !errors.Is(err, errRPCrash) {
 		t.Fatalf("catchUp with a failing Sink: %v, want its error", err)
 	}
 	// The position stays before the first message not delivered (the
@@ -399,7 +400,7 @@ func TestReplayCrashMidPass(t *testing.T) {
 
 	w.normalized = map[string]int{}
 	r2 := w.receiver(t)
-	if err := r2.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := r2.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("catchUp after the restart: %v", err)
 	}
 	if got := w.ids(t); !slices.Equal(got, want) {
@@ -432,19 +433,19 @@ func TestReplayLiveDuringPass(t *testing.T) {
 		if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, m, "group")); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.r.caughtUpTo(ctx, w.ws.Pipe, chat, m.CreateTime.UnixMilli()); err != nil {
+		if err := caughtUp(ctx, w.r, w.ws.Pipe, chat, m.CreateTime.UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	saved := w.checkpoint(t, "oc_b")
-	w.r.gap() // the connection dropped
+	w.r.track.Gap() // the connection dropped
 	inA := w.add("oc_a", "ou_ann", "gap in A", base.Add(time.Second))
 	gapB := w.add("oc_b", "ou_bob", "gap in B", base.Add(2*time.Second))
 	liveB := w.add("oc_b", "ou_bob", "live in B", base.Add(3*time.Second))
 
 	sink := &rpSink{Sink: w.ws.Pipe, holdID: inA.MessageID, held: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- w.r.catchUp(ctx, sink) }()
+	go func() { done <- w.r.pass(ctx, sink) }()
 	<-sink.held // the pass is reading oc_a
 	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, liveB, "group")); err != nil {
 		t.Fatal(err)
@@ -609,7 +610,7 @@ func TestReplayMergeForward(t *testing.T) {
 	}
 
 	// Through the catch-up: one file, the same forward.
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	f := w.files(t)["lark_"+mf.MessageID]
@@ -708,30 +709,30 @@ func TestReplayChatErrors(t *testing.T) {
 	w.fake.Fail(larkfake.RouteChats, larkfake.Failure{Status: 429})
 	w.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 400, Code: 230002, Msg: "Bot is not in the chat"})
 	w.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 429})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("catchUp: %v, want the refused chat skipped", err)
 	}
 	if got := w.ids(t); !slices.Equal(got, want[1:]) {
 		t.Errorf("files %v, want %v (oc_1 refused)", got, want[1:])
 	}
-	if !w.r.live {
+	if !w.r.track.AllCaughtUp() {
 		t.Error("a pass that skipped a refused chat is not complete")
 	}
 
 	// The chat list refused (a missing scope): the chats the receiver
 	// knows (met live, or listed before) are still caught up, and the
 	// pass says why it is not complete.
-	w.r.gap()
+	w.r.track.Gap()
 	late := w.add("oc_1", "ou_bob", "after the refusal", base.Add(time.Minute))
 	w.fake.Fail(larkfake.RouteChats, larkfake.Failure{Status: 400, Code: 99991672, Msg: "Access denied. One of the following scopes is required: [im:chat:readonly]"})
-	err := w.r.catchUp(ctx, w.ws.Pipe)
+	err := w.r.pass(ctx, w.ws.Pipe)
 	if err == nil || !strings.Contains(err.Error(), "list the chats") || !strings.Contains(err.Error(), "im:chat:readonly") {
 		t.Errorf("the chat list refused: %v, want an error naming the list and the scope", err)
 	}
 	if w.files(t)["lark_"+late.MessageID] == nil {
 		t.Error("a chat the receiver knows was not caught up without the list")
 	}
-	if w.r.live {
+	if w.r.track.AllCaughtUp() {
 		t.Error("a pass without the chat list marked the receiver live")
 	}
 
@@ -739,24 +740,24 @@ func TestReplayChatErrors(t *testing.T) {
 	w2.fake.AddChat(larkfake.Chat{ChatID: "oc_down", Name: "down"})
 	w2.add("oc_down", "ou_ann", "unreachable", base)
 	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 429, Times: w2.r.replay.limits.retries + 1})
-	err = w2.r.catchUp(ctx, w2.ws.Pipe)
+	err = w2.r.pass(ctx, w2.ws.Pipe)
 	if err == nil || !strings.HasPrefix(err.Error(), "lark: ") || !strings.Contains(err.Error(), "oc_down") {
 		t.Errorf("a chat always failing: %v, want an error naming it", err)
 	}
 	if n := w2.fake.Calls(larkfake.RouteList); n != w2.r.replay.limits.retries+1 {
 		t.Errorf("%d list calls, want %d (retries bounded)", n, w2.r.replay.limits.retries+1)
 	}
-	if w2.checkpoint(t, "oc_down") != "" || w2.r.live {
+	if w2.checkpoint(t, "oc_down") != "" || w2.r.track.AllCaughtUp() {
 		t.Error("a failed chat moved its checkpoint or completed the pass")
 	}
 	// A gateway's 503 (not Lark's JSON) is tried once more.
 	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 503})
-	if err := w2.r.catchUp(ctx, w2.ws.Pipe); err != nil || len(w2.files(t)) != 1 {
+	if err := w2.r.pass(ctx, w2.ws.Pipe); err != nil || len(w2.files(t)) != 1 {
 		t.Errorf("the next pass: %v, %d files", err, len(w2.files(t)))
 	}
 	w2.fake.Fail(larkfake.RouteList, larkfake.Failure{Status: 502, Times: 10})
 	before := w2.fake.Calls(larkfake.RouteList)
-	if err := w2.r.catchUp(ctx, w2.ws.Pipe); err == nil {
+	if err := w2.r.pass(ctx, w2.ws.Pipe); err == nil {
 		t.Error("a gateway failing: no error")
 	}
 	if n := w2.fake.Calls(larkfake.RouteList) - before; n != 2 {
@@ -772,7 +773,7 @@ func TestReplaySource(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	first := w.add("oc_team", "ou_ann", "while down", base)
 	src := newReplaySource(w.r).(*replaySource)
-	src.afterFailure, src.interval = time.Millisecond, time.Hour
+	src.c.AfterFailure, src.c.Interval = time.Millisecond, time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, w.ws.Pipe) }()
@@ -781,10 +782,11 @@ func TestReplaySource(t *testing.T) {
 		t.Fatal("the message posted while down is not in")
 	}
 	later := w.add("oc_team", "ou_bob", "a webhook delivery failed", base.Add(time.Minute))
-	w.r.failed <- struct{}{}
+	w.r.catchUp.Failed()
 	testutil.WaitFor(t, 10*time.Second, "the pass after the failure", func() bool { return w.files(t)["lark_"+later.MessageID] != nil })
-	if g := w.r.passStart(); g != 1 {
-		t.Errorf("%d gaps after a webhook failure, want 1: live events could move a checkpoint past it", g)
+	// One gap as the failure is told, one as the pass it asks for begins.
+	if g := w.r.track.Gaps(); g != 2 {
+		t.Errorf("%d gaps after a webhook failure, want 2: live events could move a checkpoint past it", g)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -806,6 +808,26 @@ func TestReplaySource(t *testing.T) {
 	}
 }
 
+// FetchOnce gives up after chatsync.MaxFetchPasses passes that each
+// stopped at their bounds, saying so as Lark's own error: the text
+// `courier fetch` prints.
+func TestReplayFetchOnceBound(t *testing.T) {
+	w := rpNew(t)
+	w.fake.AddChat(larkfake.Chat{ChatID: "oc_huge", Name: "Huge"})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := range chatsync.MaxFetchPasses + 10 {
+		w.add("oc_huge", "ou_ann", fmt.Sprint(i), base.Add(time.Duration(i)*time.Second))
+	}
+	// A page of two a pass: the message of the position's second, and
+	// one more.
+	w.r.replay.limits.perChat, w.r.replay.limits.pageSize = 1, 2
+	f := newReplaySource(w.r).(adapters.Fetcher)
+	err := f.FetchOnce(context.Background(), w.ws.Pipe)
+	if err == nil || err.Error() != "lark: catch-up stopped at its bounds; more to read" {
+		t.Errorf("FetchOnce over more than %d passes: %v", chatsync.MaxFetchPasses, err)
+	}
+}
+
 // A group's history lists a thread's root, not its replies: a reply
 // posted during the gap in a thread seen live, and the replies of a
 // thread started during the gap, are read from the thread; a topic chat
@@ -816,7 +838,7 @@ func TestReplayThreads(t *testing.T) {
 	ctx := context.Background()
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_topics", Name: "Topics", ChatMode: "topic"})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -831,7 +853,7 @@ func TestReplayThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.r.gap()
+	w.r.track.Gap()
 	reply := func(chat, parent string, i int) string {
 		return w.fake.AddMessage(chat, larkfake.Message{ParentID: parent, Content: rpText(fmt.Sprint("reply ", i)), SenderID: "ou_bob", CreateTime: base.Add(time.Duration(i) * time.Second)})
 	}
@@ -842,7 +864,7 @@ func TestReplayThreads(t *testing.T) {
 	want = append(want, troot, reply("oc_topics", troot, 8))
 	slices.Sort(want)
 	calls := w.fake.Calls(larkfake.RouteList)
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.ids(t); !slices.Equal(got, want) {
@@ -859,13 +881,13 @@ func TestReplayThreads(t *testing.T) {
 
 	// A thread filled during a gap: one pass reads threadPages pages of
 	// it, no more.
-	w.r.gap()
+	w.r.track.Gap()
 	for i := range 10 {
 		reply("oc_team", root2, 10+i)
 	}
 	w.r.replay.limits.pageSize, w.r.replay.limits.threadPages = 2, 2
 	calls = w.fake.Calls(larkfake.RouteList)
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	// oc_team's history (1 page), thread one (1 page), thread two (2),
@@ -951,19 +973,19 @@ func TestReplayChatListResumes(t *testing.T) {
 	}
 	w.r.replay.limits.chatPages, w.r.replay.limits.chatPageSize = 1, 2
 	for pass, wantFiles := range []int{2, 4} {
-		if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
-			t.Fatalf("pass %d: %v, want errPassIncomplete", pass, err)
+		if err := w.r.pass(ctx, w.ws.Pipe); !errors.Is(err, chatsync.ErrIncomplete) {
+			t.Fatalf("pass %d: %v, want chatsync.ErrIncomplete", pass, err)
 		}
 		if n := len(w.files(t)); n != wantFiles {
 			t.Errorf("pass %d: %d files, want %d", pass, n, wantFiles)
 		}
 	}
 	lists := w.fake.Calls(larkfake.RouteList)
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("the round's last pass: %v", err)
 	}
-	if n := len(w.files(t)); n != 5 || !w.r.live {
-		t.Errorf("after the round: %d files, live %v", n, w.r.live)
+	if n := len(w.files(t)); n != 5 || !w.r.track.AllCaughtUp() {
+		t.Errorf("after the round: %d files, live %v", n, w.r.track.AllCaughtUp())
 	}
 	if n := w.fake.Calls(larkfake.RouteChats); n != 3 {
 		t.Errorf("%d chat list calls for 3 passes, want 3 (each goes on from the last)", n)
@@ -973,12 +995,12 @@ func TestReplayChatListResumes(t *testing.T) {
 	}
 
 	// A gap during a round: the next pass starts a new round.
-	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+	if err := w.r.pass(ctx, w.ws.Pipe); !errors.Is(err, chatsync.ErrIncomplete) {
 		t.Fatalf("a new round's first pass: %v", err)
 	}
-	w.r.gap()
+	w.r.track.Gap()
 	late := w.add(chats[0], "ou_bob", "after the gap", base.Add(time.Minute))
-	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+	if err := w.r.pass(ctx, w.ws.Pipe); !errors.Is(err, chatsync.ErrIncomplete) {
 		t.Fatalf("after the gap: %v", err)
 	}
 	if w.files(t)["lark_"+late.MessageID] == nil {
@@ -994,10 +1016,10 @@ func TestReplayPoisonMessage(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
-	w.r.gap()
+	w.r.track.Gap()
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	first := w.add("oc_team", "ou_ann", "before", base)
 	img := w.fake.AddMessage("oc_team", larkfake.Message{MsgType: "image", Content: `{"image_key":"img_v3_flaky"}`, SenderID: "ou_ann", CreateTime: base.Add(time.Second)})
@@ -1007,7 +1029,7 @@ func TestReplayPoisonMessage(t *testing.T) {
 	w.fake.Fail(larkfake.RouteResource, larkfake.Failure{Status: 500, Times: 1000})
 	w.fake.Fail(larkfake.RouteGet, larkfake.Failure{Status: 503, Times: 1000})
 	for pass := range maxItemFailures {
-		if err := w.r.catchUp(ctx, w.ws.Pipe); err == nil || !strings.Contains(err.Error(), "oc_team") {
+		if err := w.r.pass(ctx, w.ws.Pipe); err == nil || !strings.Contains(err.Error(), "oc_team") {
 			t.Fatalf("pass %d: %v, want the chat's error", pass, err)
 		}
 		files := w.files(t)
@@ -1018,7 +1040,7 @@ func TestReplayPoisonMessage(t *testing.T) {
 			t.Errorf("pass %d: checkpoint %s, want %s (before the failing message)", pass, got, want)
 		}
 	}
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatalf("the last try: %v", err)
 	}
 	files := w.files(t)
@@ -1032,7 +1054,7 @@ func TestReplayPoisonMessage(t *testing.T) {
 	if got := w.checkpoint(t, "oc_team"); got != rpMillis(last.CreateTime) {
 		t.Errorf("checkpoint %s, want the newest %s", got, rpMillis(last.CreateTime))
 	}
-	if !w.r.live {
+	if !w.r.track.AllCaughtUp() {
 		t.Error("the pass that wrote everything did not complete")
 	}
 }
@@ -1044,7 +1066,7 @@ func TestReplayThreadsAfterRestart(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
@@ -1063,7 +1085,7 @@ func TestReplayThreadsAfterRestart(t *testing.T) {
 	// Down; a reply in the thread meanwhile; a new receiver.
 	reply := w.fake.AddMessage("oc_team", larkfake.Message{ParentID: root.MessageID, Content: rpText("while down"), SenderID: "ou_bob", CreateTime: base.Add(2 * time.Hour)})
 	r2 := w.receiver(t)
-	if err := r2.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := r2.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	if w.files(t)["lark_"+reply] == nil {
@@ -1081,7 +1103,7 @@ func TestReplayP2PAfterRestart(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_dm", ChatMode: "p2p"})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -1089,12 +1111,12 @@ func TestReplayP2PAfterRestart(t *testing.T) {
 	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, hi, "p2p")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	down := w.add("oc_dm", "ou_bob", "sent while Courier was down", base.Add(time.Minute))
 	r2 := w.receiver(t)
-	if err := r2.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := r2.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	m := w.files(t)["lark_"+down.MessageID]
@@ -1114,10 +1136,10 @@ func TestReplayBoundedChatWithThread(t *testing.T) {
 	w := rpNew(t)
 	ctx := context.Background()
 	w.fake.AddChat(larkfake.Chat{ChatID: "oc_team", Name: "Team"})
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
-	w.r.gap()
+	w.r.track.Gap()
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	root := w.fake.AddMessage("oc_team", larkfake.Message{Content: rpText("root"), SenderID: "ou_ann", ThreadID: "omt_t", CreateTime: base})
 	var all []string
@@ -1129,14 +1151,14 @@ func TestReplayBoundedChatWithThread(t *testing.T) {
 	all = append(all, late)
 	slices.Sort(all)
 	w.r.replay.limits.perChat, w.r.replay.limits.pageSize = 1, 2
-	if err := w.r.catchUp(ctx, w.ws.Pipe); !errors.Is(err, errPassIncomplete) {
+	if err := w.r.pass(ctx, w.ws.Pipe); !errors.Is(err, chatsync.ErrIncomplete) {
 		t.Fatalf("bounded pass: %v", err)
 	}
 	if got, want := w.checkpoint(t, "oc_team"), rpMillis(base.Add(time.Second)); got != want {
 		t.Errorf("checkpoint %s after a bounded pass, want %s (the newest of the history read, not the thread's reply)", got, want)
 	}
 	for range 5 {
-		if err := w.r.catchUp(ctx, w.ws.Pipe); err == nil {
+		if err := w.r.pass(ctx, w.ws.Pipe); err == nil {
 			break
 		}
 	}
@@ -1171,7 +1193,7 @@ func TestReplayP2PSavedListUnreadable(t *testing.T) {
 	if err := w.r.handle(ctx, w.ws.Pipe, rpEvent(t, w.add("oc_dm", "ou_bob", "hi", base), "p2p")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.catchUp(ctx, w.ws.Pipe); err != nil {
+	if err := w.r.pass(ctx, w.ws.Pipe); err != nil {
 		t.Fatal(err)
 	}
 	r2 := w.receiver(t)
@@ -1179,11 +1201,11 @@ func TestReplayP2PSavedListUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &rpP2PSink{Sink: w.ws.Pipe, fail: true}
-	if err := r2.catchUp(ctx, sink); err == nil || !errors.Is(err, errRPCrash) {
+	if err := r2.pass(ctx, sink); err == nil || !errors.Is(err, errRPCrash) {
 		t.Fatalf("a pass with the p2p list unreadable: %v, want its error", err)
 	}
 	sink.fail = false
-	if err := r2.catchUp(ctx, sink); err != nil {
+	if err := r2.pass(ctx, sink); err != nil {
 		t.Fatal(err)
 	}
 	var saved []string

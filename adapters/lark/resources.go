@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/lark/internal/content"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
@@ -234,10 +235,10 @@ func (a *Adapter) download(ctx context.Context, u, tok string, r content.Resourc
 	// only files: an image's type is read from its first bytes.
 	br := bufio.NewReaderSize(resp.Body, 4096)
 	head, _ := br.Peek(512)
-	lim := &limitReader{r: br, left: max}
+	lim := &chatmsg.LimitReader{R: br, N: max}
 	obj, err := batch.Put(lim)
 	switch {
-	case lim.over, errors.Is(err, dropzone.ErrTooLarge):
+	case lim.Over(), errors.Is(err, dropzone.ErrTooLarge):
 		return art, false, skip("resource is over the %d bytes an artifact may have (courier.limits.max_artifact_bytes)", max)
 	case err != nil:
 		return art, false, fmt.Errorf("lark: fetch resource %s: %w", clip(r.Key, 200), err)
@@ -294,29 +295,6 @@ func extOf(name string) string {
 		return name[i:]
 	}
 	return ""
-}
-
-// limitReader reads at most left bytes and fails once there are more, so
-// that the dropzone drops the partial object.
-type limitReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-var errOverLimit = errors.New("lark: resource over the artifact limit")
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		l.over = true
-		return 0, errOverLimit
-	}
-	return n, err
 }
 
 // redact removes every secret of the config (the app secret, the

@@ -16,13 +16,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/google/uuid"
 	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
+	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/lark/internal/content"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
@@ -94,7 +95,7 @@ func (a *Adapter) outbound(p *adapters.Provider) {
 // to the engine as an accepted "recipient" ("oc_… text", "om_… file
 // 2/3"), through Attempt.Progress at once and a PartialError when a
 // later step fails, so that the next attempt, even past Lark's hour,
-// does only the steps left.
+// does only the steps left (chatsync.Poster).
 type sender struct {
 	a   *Adapter
 	api *lark.Client
@@ -127,7 +128,8 @@ func (t target) String() string {
 	return t.id
 }
 
-// Send implements adapters.Sender.
+// Send implements adapters.Sender: the steps are posted by
+// chatsync.Poster, each once across attempts.
 func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Receipt, error) {
 	d := at.Draft
 	dest, err := checkDraft(d)
@@ -138,7 +140,26 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	if err != nil {
 		return adapters.Receipt{}, adapters.Permanent(err)
 	}
-	key := idempotencyKey(d)
+	steps := plan(idempotencyKey(d), parts, len(d.Artifacts))
+	if len(steps) == 0 {
+		return adapters.Receipt{}, adapters.Permanent(errors.New("lark: the draft has no text and no attachment, and Lark sends no empty message"))
+	}
+	posted, err := chatsync.Poster{Name: "lark", Log: s.a.log,
+		Unrecorded: "lark: could not record a step posted; a retry past Lark's hour of uuid dedupe would post it again",
+	}.Post(ctx, at, dest.String(), s.todo(dest, d, steps))
+	if err != nil {
+		return adapters.Receipt{}, err
+	}
+	s.a.health.Event()
+	// The message's id is its first step's: a reply to it keeps the
+	// draft's correlation, and its echo is known as ours.
+	first := posted.Replies[0]
+	return adapters.Receipt{ProviderMessageID: first, InboundID: threading.LarkID(first), Recipients: posted.Results}, nil
+}
+
+// plan cuts a draft into its steps, each with its uuid derived from the
+// draft's key: the parts of its words, then its files.
+func plan(key string, parts []part, files int) []step {
 	var steps []step
 	for i, p := range parts {
 		st := step{label: "text", uuid: key, art: -1, msgType: p.msgType, content: p.content}
@@ -150,71 +171,32 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 		}
 		steps = append(steps, st)
 	}
-	for i := range d.Artifacts {
-		steps = append(steps, step{label: fmt.Sprintf("file %d/%d", i+1, len(d.Artifacts)), uuid: key + "-" + strconv.Itoa(i+1), art: i})
+	for i := range files {
+		steps = append(steps, step{label: fmt.Sprintf("file %d/%d", i+1, files), uuid: key + "-" + strconv.Itoa(i+1), art: i})
 	}
-	if len(steps) == 0 {
-		return adapters.Receipt{}, adapters.Permanent(errors.New("lark: the draft has no text and no attachment, and Lark sends no empty message"))
-	}
-	done := map[string]string{} // address → the om_ id posted
-	for _, r := range at.Accepted {
-		done[r.Address] = string(r.Reply)
-	}
-	addr := func(st step) string { return dest.String() + " " + st.label }
+	return steps
+}
 
-	// Attachments are uploaded before anything is posted: an upload shows
-	// nowhere until a message names it, so a failed upload posts
-	// nothing, and the engine's gate is held only for the quick calls
-	// that post, never for an upload.
+// todo is what the steps do: an attachment is uploaded before anything
+// is posted (an upload shows nowhere until a message names it, so a
+// failed upload posts nothing, and the engine's gate is held only for the
+// quick calls that post, never for an upload); each step posts its
+// message.
+func (s *sender) todo(dest target, d *schema.Draft, steps []step) []chatsync.Step {
+	out := make([]chatsync.Step, len(steps))
 	for i := range steps {
 		st := &steps[i]
+		out[i] = chatsync.Step{Label: st.label, Post: func(ctx context.Context) (string, error) { return s.post(ctx, dest, *st) }}
 		if st.art < 0 {
 			continue
 		}
-		if _, ok := done[addr(*st)]; ok {
-			continue
-		}
-		if st.msgType, st.content, err = s.upload(ctx, st.art, d.Artifacts[st.art]); err != nil {
-			return adapters.Receipt{}, err
-		}
-	}
-
-	var posted []schema.RecipientResult
-	fail := func(err error) (adapters.Receipt, error) {
-		if len(posted) > 0 {
-			return adapters.Receipt{}, &adapters.PartialError{Accepted: posted, Err: err}
-		}
-		return adapters.Receipt{}, err
-	}
-	if err := at.EnterCommit(ctx); err != nil {
-		return adapters.Receipt{}, adapters.Temporary(fmt.Errorf("lark: waiting to post: %w", err))
-	}
-	for n, st := range steps {
-		if _, ok := done[addr(st)]; ok {
-			continue
-		}
-		id, err := s.post(ctx, dest, st)
-		if err != nil {
-			return fail(err)
-		}
-		done[addr(st)] = id
-		r := schema.RecipientResult{Address: addr(st), Status: "sent", Reply: schema.Text(id)}
-		posted = append(posted, r)
-		// Recorded at once when more steps follow: a crash before the
-		// last step then repeats only the step in flight (the last is
-		// recorded with the receipt).
-		if n == len(steps)-1 {
-			continue
-		}
-		if err := at.Reached(ctx, r); err != nil {
-			s.a.log.Warn("lark: could not record a step posted; a retry past Lark's hour of uuid dedupe would post it again", "draft", d.ID, "step", st.label, "error", err)
+		out[i].Upload = func(ctx context.Context) error {
+			var err error
+			st.msgType, st.content, err = s.upload(ctx, st.art, d.Artifacts[st.art])
+			return err
 		}
 	}
-	s.a.health.Event()
-	// The message's id is its first step's: a reply to it keeps the
-	// draft's correlation, and its echo is known as ours.
-	first := done[addr(steps[0])]
-	return adapters.Receipt{ProviderMessageID: first, InboundID: threading.LarkID(first), Recipients: posted}, nil
+	return out
 }
 
 // checkDraft refuses what a draft may hold that Lark cannot take, and
@@ -265,9 +247,7 @@ const minSplit = 2 << 10
 // paragraphs where it can, so that a long report is delivered whole, in
 // order, rather than refused.
 func draftContent(d *schema.Draft) ([]part, error) {
-	md := ""
-	switch d.EffectiveType() {
-	case schema.DraftCard:
+	if d.EffectiveType() == schema.DraftCard {
 		b, err := json.Marshal(d.Content.Card)
 		if err != nil {
 			return nil, fmt.Errorf("lark: content.card is not a JSON object: %v", err)
@@ -276,21 +256,15 @@ func draftContent(d *schema.Draft) ([]part, error) {
 			return nil, fmt.Errorf("lark: content.card is %d bytes of JSON, over the %d Lark takes in a card", len(b), maxRichContent)
 		}
 		return []part{{"interactive", string(b)}}, nil
-	case schema.DraftText:
-		return fit(d.Text(), false, textContent)
-	case schema.DraftHTML:
-		if d.Content.Text != "" {
-			return fit(string(d.Content.Text), false, textContent)
-		}
-		var err error
-		md, err = htmltomarkdown.ConvertString(string(d.Content.HTML))
-		if err != nil {
-			return nil, fmt.Errorf("lark: content.html: %v", err)
-		}
-	default:
-		md = d.Markdown()
 	}
-	return fit(md, true, func(s string) (part, error) {
+	words, plain, err := chatmsg.DraftWords(d)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("lark: %v", err)
+	case plain:
+		return fit(words, false, textContent)
+	}
+	return fit(words, true, func(s string) (part, error) {
 		t, c, err := content.FromMarkdown(s)
 		if err != nil && !errors.Is(err, content.ErrTooLarge) {
 			return part{}, fmt.Errorf("lark: the draft's Markdown: %v", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // replayThreads reads the replies in the chat's threads since from: a
@@ -130,7 +131,7 @@ func (r *receiver) replayThread(ctx context.Context, sink adapters.Sink, c repla
 	switch {
 	case complete:
 	case *budget <= 0:
-		return newest, errPassIncomplete
+		return newest, chatsync.ErrIncomplete
 	default:
 		r.a.log.Warn("lark: a thread has more replies since the chat's position than a catch-up reads; the oldest are not read",
 			"chat", c.id, "thread", clip(thread, 128), "read", len(got))

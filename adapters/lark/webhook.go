@@ -11,15 +11,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // The webhook (courier.adapters.lark.mode: webhook) is Lark's HTTP event
@@ -49,7 +48,7 @@ const (
 	// durable. Lark waits 3 s for an answer and retries otherwise; a 503
 	// before that says "not stored" plainly, where a 200 after the
 	// deadline would not be read. An event whose resources take longer
-	// to fetch is answered 503 every time: the catch-up (failed) then
+	// to fetch is answered 503 every time: the catch-up (Failed) then
 	// stores it from the chat's history, with no such deadline.
 	webhookBudget = 2500 * time.Millisecond
 	// webhookSkew is how far a signed request's timestamp may be from now,
@@ -69,7 +68,10 @@ const (
 // tokens; anything else is not echoed.
 var challengeRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,256}$`)
 
-// webhook is the HTTP callback of one provider.
+// webhook is the HTTP callback of one provider: Lark's checks (open) and
+// its event (parse) on the engine's endpoint (chatsync.Webhook), which
+// answers a success only once the event is durable and, on failure, a 5xx
+// (Lark retries), a gap and a catch-up pass.
 type webhook struct {
 	r *receiver
 	// token is sha256 of verification_token (compared in constant time
@@ -83,52 +85,40 @@ type webhook struct {
 	// now is the clock of the timestamp window and of the paced log;
 	// time.Now, swapped in tests.
 	now func() time.Time
-	// budget bounds a request's handling (webhookBudget; tests shorten
-	// it).
-	budget time.Duration
 
 	// flights are the messages being handled by requests: a redelivery
 	// that arrives while the first try is storing waits for it instead
 	// of storing a second time. An entry lives only while a request is in
 	// the handler, so the service's connection limit bounds the map.
-	flightMu sync.Mutex
-	flights  map[string]*webhookFlight
-
-	refused webhookRefusals
-}
-
-// webhookFlight is one message being handled.
-type webhookFlight struct {
-	done    chan struct{}
-	err     error // set before done is closed
-	waiters int   // redeliveries waiting on it; guarded by flightMu
+	flights chatsync.Joiner[string]
+	// hook is the endpoint; its Budget bounds a request's handling
+	// (webhookBudget; tests shorten it).
+	hook *chatsync.Webhook
 }
 
 // newWebhook is the HTTP callback of webhook mode.
 func newWebhook(r *receiver) adapters.Webhook {
-	wh := &webhook{r: r, now: time.Now, budget: webhookBudget, flights: map[string]*webhookFlight{}}
+	wh := &webhook{r: r, now: time.Now}
 	if t := r.a.cfg.VerificationToken.Reveal(); t != "" {
 		wh.token, wh.hasToken = sha256.Sum256([]byte(t)), true
 	}
 	if k := r.a.cfg.EncryptKey.Reveal(); k != "" {
 		wh.key, wh.aesKey = k, sha256.Sum256([]byte(k))
 	}
+	wh.hook = &chatsync.Webhook{
+		Name: "lark", MaxBody: webhookMaxBody, TooLarge: "lark: request body over 1 MiB",
+		JSONOnly: "lark: the body must be JSON (Content-Type: application/json)",
+		Budget:   webhookBudget, Verify: wh.open, Challenge: challenge, Parse: wh.parse, OK: success,
+		// Lark retries a 5xx (after 15 s, 5 min, 1 h, 6 h).
+		FailStatus: http.StatusInternalServerError, NotStored: "lark: event not stored",
+		NotStoredInTime: "lark: event not stored in time", NotStoredLog: "lark: webhook event not stored; Lark will retry",
+		CatchUp: r.catchUp, Health: &r.a.health, Log: r.a.log, Now: func() time.Time { return wh.now() },
+	}
 	return wh
 }
 
 // Handler serves POST /webhook/lark, handing verified events to sink.
-func (wh *webhook) Handler(sink adapters.Sink) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { wh.serve(w, req, sink) })
-}
-
-// refusal is a request refused: its status, the response (fixed text,
-// never the request's) and, for the log, why.
-type refusal struct {
-	status int
-	msg    string
-}
-
-func refuse(status int, msg string) *refusal { return &refusal{status: status, msg: msg} }
+func (wh *webhook) Handler(sink adapters.Sink) http.Handler { return wh.hook.Handler(sink) }
 
 // webhookBody is what a request's (decrypted) body says of itself.
 type webhookBody struct {
@@ -150,71 +140,35 @@ func (b *webhookBody) token() string {
 	return b.Token
 }
 
-func (wh *webhook) serve(w http.ResponseWriter, req *http.Request, sink adapters.Sink) {
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		wh.fail(w, refuse(http.StatusMethodNotAllowed, "lark: POST only"))
-		return
+// challenge answers url_verification: the one thing echoed, as the
+// protocol wants, and only a challenge of Lark's shape.
+func challenge(plain []byte) (string, bool, *chatsync.Refusal) {
+	var b webhookBody
+	if err := json.Unmarshal(plain, &b); err != nil {
+		return "", false, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not a Lark event or url_verification")
 	}
-	if ct := req.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			wh.fail(w, refuse(http.StatusUnsupportedMediaType, "lark: the body must be JSON (Content-Type: application/json)"))
-			return
-		}
+	if b.Type != "url_verification" {
+		return "", false, nil
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, req.Body, webhookMaxBody))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			wh.fail(w, refuse(http.StatusRequestEntityTooLarge, "lark: request body over 1 MiB"))
-			return
-		}
-		wh.fail(w, refuse(http.StatusBadRequest, "lark: request body unreadable"))
-		return
+	if !challengeRE.MatchString(b.Challenge) {
+		return "", false, chatsync.Refuse(http.StatusBadRequest, "lark: url_verification without a valid challenge")
 	}
-	plain, b, rf := wh.open(req.Header, raw)
-	if rf != nil {
-		wh.fail(w, rf)
-		return
-	}
-	if b.Type == "url_verification" {
-		// The one thing echoed, as the protocol wants, and only a
-		// challenge of Lark's shape.
-		if !challengeRE.MatchString(b.Challenge) {
-			wh.fail(w, refuse(http.StatusBadRequest, "lark: url_verification without a valid challenge"))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(struct {
-			Challenge string `json:"challenge"`
-		}{b.Challenge})
-		return
-	}
+	return b.Challenge, true, nil
+}
+
+// parse reads the event a verified request carries.
+func (wh *webhook) parse(plain []byte) (chatsync.Delivery, *chatsync.Refusal) {
 	ev, err := parseEvent(plain)
 	if err != nil {
-		wh.fail(w, refuse(http.StatusBadRequest, "lark: the body is not an event"))
-		return
+		return chatsync.Delivery{}, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not an event")
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), wh.budget)
-	defer cancel()
-	if err := wh.handleOnce(ctx, sink, ev); err != nil {
-		// Lark retries a 5xx (after 15 s, 5 min, 1 h, 6 h); the catch-up
-		// is told too, since the retries may all fail. Until it has read
-		// the chats again, later events must not move a checkpoint past
-		// this one (a crash would then lose it): gap, at once.
-		wh.r.a.log.Warn("lark: webhook event not stored; Lark will retry", "event_id", clip(ev.Header.EventID, 80), "err", err)
-		wh.r.a.health.Error(err)
-		wh.r.gap()
-		select {
-		case wh.r.failed <- struct{}{}:
-		default:
-		}
-		if ctx.Err() != nil {
-			http.Error(w, "lark: event not stored in time", http.StatusServiceUnavailable)
-			return
-		}
-		http.Error(w, "lark: event not stored", http.StatusInternalServerError)
-		return
-	}
+	return chatsync.Delivery{ID: clip(ev.Header.EventID, 80), Handle: func(ctx context.Context, sink adapters.Sink) error {
+		return wh.handleOnce(ctx, sink, ev)
+	}}, nil
+}
+
+// success is Lark's answer to an event stored.
+func success(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"msg":"success"}`)
 }
@@ -226,28 +180,28 @@ func (wh *webhook) serve(w http.ResponseWriter, req *http.Request, sink adapters
 // request Lark does not sign (nor does the SDK check it); it is answered
 // only when it decrypts and carries the token, and a signature it does
 // carry must be right.
-func (wh *webhook) open(h http.Header, raw []byte) ([]byte, *webhookBody, *refusal) {
+func (wh *webhook) open(h http.Header, raw []byte) ([]byte, *chatsync.Refusal) {
 	if !wh.hasToken && wh.key == "" {
 		// The config refuses this already; nothing unverified is ever
 		// accepted.
-		return nil, nil, refuse(http.StatusUnauthorized, "lark: neither verification_token nor encrypt_key is set; every request is refused")
+		return nil, chatsync.Refuse(http.StatusUnauthorized, "lark: neither verification_token nor encrypt_key is set; every request is refused")
 	}
 	var outer struct {
 		Encrypt *string `json:"encrypt"`
 	}
 	if err := json.Unmarshal(raw, &outer); err != nil {
-		return nil, nil, refuse(http.StatusBadRequest, "lark: the body is not a JSON object (or its encrypt is not a string)")
+		return nil, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not a JSON object (or its encrypt is not a string)")
 	}
 	plain, signed := raw, false
 	switch {
 	case wh.key == "" && outer.Encrypt != nil:
-		return nil, nil, refuse(http.StatusBadRequest, "lark: the body is encrypted but encrypt_key is not set")
+		return nil, chatsync.Refuse(http.StatusBadRequest, "lark: the body is encrypted but encrypt_key is not set")
 	case wh.key != "" && outer.Encrypt == nil:
-		return nil, nil, refuse(http.StatusUnauthorized, "lark: a plaintext body, but encrypt_key is set (Lark encrypts every request)")
+		return nil, chatsync.Refuse(http.StatusUnauthorized, "lark: a plaintext body, but encrypt_key is set (Lark encrypts every request)")
 	case wh.key != "":
 		if h.Get(headerSignature) != "" {
 			if rf := wh.verify(h, raw); rf != nil {
-				return nil, nil, rf
+				return nil, rf
 			}
 			signed = true
 		}
@@ -261,34 +215,34 @@ func (wh *webhook) open(h http.Header, raw []byte) ([]byte, *webhookBody, *refus
 				// Not one reason per failure to an unsigned request:
 				// telling bad padding from bad JSON would make a
 				// padding oracle of the endpoint.
-				return nil, nil, refuse(http.StatusBadRequest, "lark: the body does not decrypt with encrypt_key")
+				return nil, chatsync.Refuse(http.StatusBadRequest, "lark: the body does not decrypt with encrypt_key")
 			}
-			return nil, nil, refuse(http.StatusBadRequest, err.Error())
+			return nil, chatsync.Refuse(http.StatusBadRequest, err.Error())
 		}
 	}
 	var b webhookBody
 	if err := json.Unmarshal(plain, &b); err != nil {
-		return nil, nil, refuse(http.StatusBadRequest, "lark: the body is not a Lark event or url_verification")
+		return nil, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not a Lark event or url_verification")
 	}
 	if wh.key != "" && !signed && b.Type != "url_verification" {
-		return nil, nil, refuse(http.StatusUnauthorized, "lark: request not signed (X-Lark-Signature missing)")
+		return nil, chatsync.Refuse(http.StatusUnauthorized, "lark: request not signed (X-Lark-Signature missing)")
 	}
 	if wh.hasToken {
 		got := sha256.Sum256([]byte(b.token()))
 		if subtle.ConstantTimeCompare(got[:], wh.token[:]) != 1 {
-			return nil, nil, refuse(http.StatusUnauthorized, "lark: verification token missing or wrong")
+			return nil, chatsync.Refuse(http.StatusUnauthorized, "lark: verification token missing or wrong")
 		}
 	}
-	return plain, &b, nil
+	return plain, nil
 }
 
 // verify checks X-Lark-Signature (in constant time) and that the signed
 // timestamp is within webhookSkew of now.
-func (wh *webhook) verify(h http.Header, raw []byte) *refusal {
+func (wh *webhook) verify(h http.Header, raw []byte) *chatsync.Refusal {
 	ts, nonce := h.Get(headerTimestamp), h.Get(headerNonce)
 	sig, err := hex.DecodeString(strings.TrimSpace(h.Get(headerSignature)))
 	if err != nil || len(sig) != sha256.Size {
-		return refuse(http.StatusUnauthorized, "lark: X-Lark-Signature is not a SHA-256 in hex")
+		return chatsync.Refuse(http.StatusUnauthorized, "lark: X-Lark-Signature is not a SHA-256 in hex")
 	}
 	d := sha256.New()
 	d.Write([]byte(ts))
@@ -296,49 +250,19 @@ func (wh *webhook) verify(h http.Header, raw []byte) *refusal {
 	d.Write([]byte(wh.key))
 	d.Write(raw)
 	if subtle.ConstantTimeCompare(d.Sum(nil), sig) != 1 {
-		return refuse(http.StatusUnauthorized, "lark: X-Lark-Signature does not match")
+		return chatsync.Refuse(http.StatusUnauthorized, "lark: X-Lark-Signature does not match")
 	}
 	secs, err := strconv.ParseInt(strings.TrimSpace(ts), 10, 64)
 	if err != nil {
-		return refuse(http.StatusUnauthorized, "lark: X-Lark-Request-Timestamp is not a time in seconds")
+		return chatsync.Refuse(http.StatusUnauthorized, "lark: X-Lark-Request-Timestamp is not a time in seconds")
 	}
 	now := wh.now().Unix()
 	// Compared in seconds, without time.Duration (a huge timestamp would
 	// overflow it).
 	if secs < now-int64(webhookSkew/time.Second) || secs > now+int64(webhookSkew/time.Second) {
-		return refuse(http.StatusUnauthorized, "lark: X-Lark-Request-Timestamp is more than 5 minutes from now")
+		return chatsync.Refuse(http.StatusUnauthorized, "lark: X-Lark-Request-Timestamp is more than 5 minutes from now")
 	}
 	return nil
-}
-
-// fail answers a refused request and logs it, at most once a minute:
-// anyone can send these.
-func (wh *webhook) fail(w http.ResponseWriter, rf *refusal) {
-	if n, ok := wh.refused.allow(wh.now()); ok {
-		wh.r.a.log.Warn("lark: webhook request refused (logged at most once a minute)", "status", rf.status, "reason", rf.msg, "refused_since_last_logged", n)
-	}
-	http.Error(w, rf.msg, rf.status)
-}
-
-// webhookRefusals paces the log of refused requests.
-type webhookRefusals struct {
-	mu     sync.Mutex
-	last   time.Time
-	missed int // refused and not logged since last
-}
-
-// allow reports whether to log a refusal now, and how many were not
-// logged before it.
-func (p *webhookRefusals) allow(now time.Time) (int, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if d := now.Sub(p.last); !p.last.IsZero() && d >= 0 && d < time.Minute {
-		p.missed++
-		return 0, false
-	}
-	n := p.missed
-	p.last, p.missed = now, 0
-	return n, true
 }
 
 // handleOnce is r.handle, with concurrent deliveries of one message
@@ -346,39 +270,7 @@ func (p *webhookRefusals) allow(now time.Time) (int, bool) {
 // for it (within its own deadline) and, if the first try failed, tries
 // itself. One already stored is answered by handle's dedupe.
 func (wh *webhook) handleOnce(ctx context.Context, sink adapters.Sink, ev event) error {
-	key := flightKey(ev)
-	if key == "" {
-		return wh.r.handle(ctx, sink, ev)
-	}
-	for {
-		wh.flightMu.Lock()
-		f := wh.flights[key]
-		if f == nil {
-			break // still locked
-		}
-		f.waiters++
-		wh.flightMu.Unlock()
-		select {
-		case <-f.done:
-			if f.err == nil {
-				return nil
-			}
-			// The first try failed; this one tries again.
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	f := &webhookFlight{done: make(chan struct{})}
-	wh.flights[key] = f
-	wh.flightMu.Unlock()
-	defer func() {
-		wh.flightMu.Lock()
-		delete(wh.flights, key)
-		wh.flightMu.Unlock()
-		close(f.done)
-	}()
-	f.err = wh.r.handle(ctx, sink, ev)
-	return f.err
+	return wh.flights.Do(ctx, flightKey(ev), func(ctx context.Context) error { return wh.r.handle(ctx, sink, ev) })
 }
 
 // decryptWebhook decrypts an encrypted body's "encrypt" with key

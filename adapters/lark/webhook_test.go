@@ -704,7 +704,7 @@ func TestWebhookNotAMessage(t *testing.T) {
 // one that arrives after is answered from the dedupe.
 func TestWebhookRedelivery(t *testing.T) {
 	w := whNew(t, "whTokRe", "whKeyRe")
-	w.wh.budget = time.Minute // the held first try must not time out
+	w.wh.hook.Budget = time.Minute // the held first try must not time out
 	hold := make(chan struct{})
 	w.sink.mu.Lock()
 	w.sink.hold, w.sink.entered = hold, make(chan struct{}, 4)
@@ -722,10 +722,7 @@ func TestWebhookRedelivery(t *testing.T) {
 	hdr2, b2 := w.sealed(again)
 	wg.Go(func() { codes[1], _ = whDo(w.h, http.MethodPost, hdr2, b2) })
 	testutil.WaitFor(t, 5*time.Second, "the redelivery to wait on the first try", func() bool {
-		w.wh.flightMu.Lock()
-		defer w.wh.flightMu.Unlock()
-		f := w.wh.flights["m:om_wh_again"]
-		return f != nil && f.waiters == 1
+		return w.wh.flights.Waiters("m:om_wh_again") == 1
 	})
 	close(hold)
 	wg.Wait()
@@ -748,10 +745,7 @@ func TestWebhookRedelivery(t *testing.T) {
 	if ids := w.ids(t); len(ids) != 1 || ids[0] != "lark_om_wh_again" {
 		t.Errorf("files %v, want the one message", ids)
 	}
-	w.wh.flightMu.Lock()
-	n := len(w.wh.flights)
-	w.wh.flightMu.Unlock()
-	if n != 0 {
+	if n := w.wh.flights.Len(); n != 0 {
 		t.Errorf("%d flights left after the requests ended", n)
 	}
 }
@@ -760,7 +754,7 @@ func TestWebhookRedelivery(t *testing.T) {
 // failure for its own: it tries itself, and stores the message once.
 func TestWebhookRedeliveryAfterFailedTry(t *testing.T) {
 	w := whNew(t, "whTokRe2", "whKeyRe2")
-	w.wh.budget = time.Minute
+	w.wh.hook.Budget = time.Minute
 	hold := make(chan struct{})
 	w.sink.mu.Lock()
 	w.sink.hold, w.sink.entered, w.sink.failOnce = hold, make(chan struct{}, 4), fmt.Errorf("ingest: disk full")
@@ -774,10 +768,7 @@ func TestWebhookRedeliveryAfterFailedTry(t *testing.T) {
 	hdr2, b2 := w.sealed(msg)
 	wg.Go(func() { codes[1], _ = whDo(w.h, http.MethodPost, hdr2, b2) })
 	testutil.WaitFor(t, 5*time.Second, "the redelivery to wait on the first try", func() bool {
-		w.wh.flightMu.Lock()
-		defer w.wh.flightMu.Unlock()
-		f := w.wh.flights["m:om_wh_retry"]
-		return f != nil && f.waiters == 1
+		return w.wh.flights.Waiters("m:om_wh_retry") == 1
 	})
 	close(hold)
 	wg.Wait()
@@ -808,10 +799,10 @@ func TestWebhookNotStored(t *testing.T) {
 	if ids := w.ids(t); len(ids) != 0 {
 		t.Fatalf("files after a 500: %v", ids)
 	}
-	select {
-	case <-w.r.failed:
-	default:
-		t.Error("a failure did not signal the catch-up (receiver.failed)")
+	// CatchUp.Failed marks a gap as it asks for a pass: nothing else
+	// here does.
+	if g := w.r.track.Gaps(); g != 1 {
+		t.Errorf("%d gaps: a failure did not signal the catch-up (CatchUp.Failed)", g)
 	}
 	if h := w.a.health.Health(); h.Status != adapters.StatusError || !strings.Contains(h.LastError, "disk full") {
 		t.Errorf("health %+v, want the error", h)
@@ -826,18 +817,18 @@ func TestWebhookNotStored(t *testing.T) {
 
 	// Held past the budget: 503, and the signal again (the channel holds
 	// one value, and a second failure does not block on it).
-	w.wh.budget = 20 * time.Millisecond
+	w.wh.hook.Budget = 20 * time.Millisecond
 	hold := make(chan struct{})
 	w.sink.mu.Lock()
 	w.sink.hold = hold
 	w.sink.mu.Unlock()
-	w.r.failed <- struct{}{} // full: the failure must not block
+	w.r.catchUp.Failed() // a pass asked for already: the failure must not block
 	hdr, body = w.sealed(whMsg(w.token, "om_wh_slow", "slow disk"))
 	if code, resp := w.post(t, http.MethodPost, hdr, body); code != http.StatusServiceUnavailable {
 		t.Fatalf("held past the budget: %d %q, want 503", code, resp)
 	}
-	if len(w.r.failed) != 1 {
-		t.Errorf("failed holds %d values, want 1", len(w.r.failed))
+	if g := w.r.track.Gaps(); g != 3 {
+		t.Errorf("%d gaps, want 3: the failure past the budget did not signal the catch-up", g)
 	}
 	if ids := w.ids(t); len(ids) != 1 {
 		t.Fatalf("files after a 503: %v, want only the first message", ids)
@@ -846,7 +837,7 @@ func TestWebhookNotStored(t *testing.T) {
 	w.sink.mu.Lock()
 	w.sink.hold = nil
 	w.sink.mu.Unlock()
-	w.wh.budget = webhookBudget
+	w.wh.hook.Budget = webhookBudget
 	for range 2 {
 		hdr, body = w.sealed(whMsg(w.token, "om_wh_slow", "slow disk"))
 		if code, resp := w.post(t, http.MethodPost, hdr, body); code != http.StatusOK {
@@ -868,7 +859,7 @@ func TestWebhookNotStored(t *testing.T) {
 func TestWebhookFailureHoldsCheckpoint(t *testing.T) {
 	w := whNew(t, "whTokGap", "whKeyGap")
 	ctx := context.Background()
-	if err := w.r.caughtUpTo(ctx, w.sink, "oc_wh", 0); err != nil {
+	if err := caughtUp(ctx, w.r, w.sink, "oc_wh", 0); err != nil {
 		t.Fatal(err)
 	}
 	checkpoint := func() string {

@@ -20,6 +20,7 @@ import (
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 )
 
 // The long connection (mode ws), on the SDK's ws client (v3.11.0), with
@@ -93,8 +94,9 @@ var wsIgnored = []string{
 // wsSource is the long connection: one SDK client per Run.
 type wsSource struct {
 	r *receiver
-	// catchUp is r.catchUp; tests swap it.
-	catchUp func(ctx context.Context, sink adapters.Sink) error
+	// pass is r.pass, run by r.catchUp through catchUpPass; tests swap
+	// it.
+	pass func(ctx context.Context, sink adapters.Sink) error
 	// budget is wsBudget; tests change it.
 	budget time.Duration
 	// observe, when set (tests), is told of every health change the
@@ -118,8 +120,15 @@ func newWSSource(r *receiver) adapters.Source {
 	return newWS(r)
 }
 
+// newWS is the long connection, its catch-up a pass per connection
+// (Kick), after an event not stored (Failed) and after a failed pass
+// (after a minute, doubling up to 30 minutes: a pass fails on what
+// lasts, a rate limit past its retries, Lark down, and a chat's
+// checkpoint stays where it was until a pass completes).
 func newWS(r *receiver) *wsSource {
-	return &wsSource{r: r, catchUp: r.catchUp, budget: wsBudget}
+	s := &wsSource{r: r, pass: r.pass, budget: wsBudget}
+	r.catchUp.Pass, r.catchUp.OnKick = s.catchUpPass, true
+	return s
 }
 
 func (s *wsSource) Name() string { return "lark/ws" }
@@ -249,18 +258,11 @@ func (s *wsSource) setError(err error) {
 type wsRun struct {
 	ctx  context.Context // Run's: a handling lives as long as Run, past its frame's budget
 	sink adapters.Sink
-	kick chan struct{} // a catch-up pass is wanted
 	sem  chan struct{} // a slot per event in handling
 	wg   sync.WaitGroup
-
-	mu       sync.Mutex
-	inflight map[string]*wsJob // by flightKey
-}
-
-// wsJob is one event being handled.
-type wsJob struct {
-	done chan struct{}
-	err  error // set before done is closed
+	// flights are the events in handling, by flightKey: a redelivery
+	// joins the handling of its message under way.
+	flights chatsync.Joiner[string]
 }
 
 // Run keeps the long connection until ctx ends. It returns nil then, and
@@ -275,14 +277,13 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 	// Whatever was posted since the last Run (the service restarting a
 	// failed one) is a gap until a catch-up read it. The first Run's
 	// chats start not caught up anyway.
-	s.r.gap()
+	s.r.track.Gap()
 	s.setHealth(adapters.StatusConnecting, "")
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	run := &wsRun{ctx: rctx, sink: sink, kick: make(chan struct{}, 1),
-		sem: make(chan struct{}, wsMaxInflight), inflight: map[string]*wsJob{}}
-	run.wg.Go(func() { s.catchUpLoop(run) })
+	run := &wsRun{ctx: rctx, sink: sink, sem: make(chan struct{}, wsMaxInflight)}
+	run.wg.Go(func() { _ = s.r.catchUp.Run(rctx, sink) })
 
 	log := wsLogger{log: a.log, redact: s.r.a.redact}
 	d := dispatcher.NewEventDispatcher("", "")
@@ -301,8 +302,8 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 		larkws.WithLogger(log),
 		larkws.WithAutoReconnect(true),
 		larkws.WithHttpClient(hc),
-		larkws.WithOnReady(func() { s.onConnect(run) }),
-		larkws.WithOnReconnected(func() { s.onConnect(run) }),
+		larkws.WithOnReady(s.onConnect),
+		larkws.WithOnReconnected(s.onConnect),
 		larkws.WithOnDisconnected(func() { s.onDisconnect(run) }),
 		larkws.WithOnReconnecting(func() {
 			s.setHealth(adapters.StatusConnecting, "reconnecting: the long connection was lost")
@@ -342,7 +343,7 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 // onConnect runs on the client's coordinator once a connection is up (the
 // first, or a reconnect): /health says so, and a catch-up pass reads what
 // the chats got while there was no connection.
-func (s *wsSource) onConnect(run *wsRun) {
+func (s *wsSource) onConnect() {
 	n := s.connects.Add(1)
 	detail := ""
 	if n > 1 {
@@ -353,7 +354,7 @@ func (s *wsSource) onConnect(run *wsRun) {
 	s.pmu.Lock()
 	s.connected = true
 	s.pmu.Unlock()
-	wsKick(run)
+	s.r.catchUp.Kick()
 }
 
 // onDisconnect runs on the coordinator when a connection is lost (or Run
@@ -363,9 +364,9 @@ func (s *wsSource) onConnect(run *wsRun) {
 // it, and no pass starts again until a connection is back, so the gap is
 // read by a pass begun after the reconnect. Events of the new connection
 // (its reader starts before OnReconnected) find the chats already marked,
-// and move no checkpoint past the gap. (gap takes each chat's lock, held
-// only while an event of the chat is handed to the Sink: the reconnect
-// waits for those writes, not for downloads.) The gap is marked at the
+// and move no checkpoint past the gap. (Tracker.Gap takes each chat's
+// lock, held only while an event of the chat is handed to the Sink: the
+// reconnect waits for those writes, not for downloads.) The gap is marked at the
 // loss rather than at the reconnect because one marked once the new
 // connection is up would come after its first events.
 func (s *wsSource) onDisconnect(run *wsRun) {
@@ -383,81 +384,46 @@ func (s *wsSource) onDisconnect(run *wsRun) {
 		}
 		t.Stop()
 	}
-	s.r.gap()
+	s.r.track.Gap()
 	if run.ctx.Err() == nil {
 		s.setHealth(adapters.StatusConnecting, "the long connection was lost")
 	}
 }
 
-func wsKick(run *wsRun) {
-	select {
-	case run.kick <- struct{}{}:
-	default: // a pass is wanted already: it reads everything
-	}
-}
-
-// catchUpLoop runs one catch-up pass per kick, one at a time; a kick that
-// came while a pass ran runs one more, as does a pass that stopped at its
-// bounds. Errors go to the log and /health, and the pass is tried again
-// after a backoff; the Source goes on.
-func (s *wsSource) catchUpLoop(run *wsRun) {
-	failures := 0
-	for {
-		select {
-		case <-run.ctx.Done():
-			return
-		case <-run.kick:
-		}
-		s.pmu.Lock()
-		if !s.connected {
-			// Lost since the kick: the reconnect kicks again.
-			s.pmu.Unlock()
-			continue
-		}
-		pctx, cancel := context.WithCancel(run.ctx)
-		done := make(chan struct{})
-		s.passCancel, s.passDone = cancel, done
+// catchUpPass is r.catchUp's pass on the long connection: one only while
+// connected (a kick that came before the connection was lost is for the
+// reconnect's pass, which is kicked again), stopped by onDisconnect. A
+// pass stopped so is no failure: the next connection runs a new one, and
+// a pass still running past the gap marks nothing caught up
+// (chatsync.Pass.CaughtUp). A pass's error is named for /health and the
+// log (redacted: a server may echo what it was sent).
+func (s *wsSource) catchUpPass(ctx context.Context, sink adapters.Sink) error {
+	s.pmu.Lock()
+	if !s.connected {
 		s.pmu.Unlock()
-
-		err := s.catchUp(pctx, run.sink)
-
-		s.pmu.Lock()
-		s.passCancel, s.passDone = nil, nil
-		s.pmu.Unlock()
-		stale := pctx.Err() != nil
-		cancel()
-		close(done)
-		switch {
-		case run.ctx.Err() != nil:
-			return
-		case stale:
-			// Stopped by a lost connection: if it went on past
-			// wsPassStop, what it marked caught up is undone.
-			s.r.gap()
-		case errors.Is(err, errPassIncomplete):
-			// Stopped at its bounds with more to read: the next pass
-			// goes on from there, now, rather than at the next
-			// connection (which may be days away).
-			failures = 0
-			wsKick(run)
-		case err != nil:
-			failures++
-			wait := min(wsPassRetry<<min(failures-1, 5), 30*time.Minute)
-			s.setError(fmt.Errorf("lark: catch-up after connecting: %s", clip(s.r.a.redact(err.Error()), 500)))
-			s.r.a.log.Warn("lark: catch-up failed; tried again later", "err", err, "in", wait)
-			t := time.AfterFunc(wait, func() { wsKick(run) })
-			go func() { <-run.ctx.Done(); t.Stop() }()
-		default:
-			failures = 0
-		}
+		return nil
 	}
-}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.passCancel, s.passDone = cancel, done
+	s.pmu.Unlock()
 
-// wsPassRetry is the wait before a failed catch-up pass is tried again,
-// doubled with each failure in a row up to 30 minutes: a pass fails on
-// what lasts (a rate limit past its retries, Lark down), and a chat's
-// checkpoint stays where it was until a pass completes.
-const wsPassRetry = time.Minute
+	err := s.pass(pctx, sink)
+
+	s.pmu.Lock()
+	s.passCancel, s.passDone = nil, nil
+	s.pmu.Unlock()
+	stopped := pctx.Err() != nil
+	cancel()
+	close(done)
+	switch {
+	case stopped:
+		return nil
+	case err == nil, errors.Is(err, chatsync.ErrIncomplete):
+		return err
+	}
+	return fmt.Errorf("lark: catch-up after connecting: %s", clip(s.r.a.redact(err.Error()), 500))
+}
 
 // onEvent is the dispatcher's handler of message events: nil (acked 200)
 // once the event is durable, an error (acked 500: Lark redelivers) when it
@@ -471,16 +437,13 @@ func (s *wsSource) onEvent(hctx context.Context, run *wsRun, req *larkevent.Even
 	}
 	bctx, cancel := context.WithTimeout(hctx, s.budget)
 	defer cancel()
-	job, err := s.start(bctx, run, ev)
+	f, err := s.start(bctx, run, ev)
 	if err != nil {
 		return err
 	}
 	select {
-	case <-job.done:
-		if job.err != nil {
-			return job.err
-		}
-		return nil
+	case <-f.Done():
+		return f.Err()
 	case <-bctx.Done():
 		if hctx.Err() != nil {
 			return hctx.Err()
@@ -494,62 +457,43 @@ func (s *wsSource) onEvent(hctx context.Context, run *wsRun, req *larkevent.Even
 // start begins the handling of ev, or joins the handling of the same
 // message already under way (a redelivery). It waits for a slot until
 // ctx ends.
-func (s *wsSource) start(ctx context.Context, run *wsRun, ev event) (*wsJob, error) {
+func (s *wsSource) start(ctx context.Context, run *wsRun, ev event) (*chatsync.Flight, error) {
 	key := flightKey(ev)
-	join := func() *wsJob {
-		if key == "" {
-			return nil
-		}
-		run.mu.Lock()
-		defer run.mu.Unlock()
-		return run.inflight[key]
-	}
-	if j := join(); j != nil {
-		return j, nil
+	if f := run.flights.Join(key); f != nil {
+		return f, nil
 	}
 	select {
 	case run.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("lark: event %s not started within its budget: %d events in handling already", clip(ev.Header.EventID, 100), wsMaxInflight)
 	}
-	j := &wsJob{done: make(chan struct{})}
-	run.mu.Lock()
-	if key != "" {
-		if other := run.inflight[key]; other != nil {
-			run.mu.Unlock()
-			<-run.sem
-			return other, nil
-		}
-		run.inflight[key] = j
+	f, first := run.flights.Begin(key)
+	if !first {
+		// Begun by another delivery while this one waited for its slot.
+		<-run.sem
+		return f, nil
 	}
-	run.mu.Unlock()
 	run.wg.Go(func() {
 		defer func() { <-run.sem }()
 		err := s.r.handle(run.ctx, run.sink, ev)
 		if err != nil && run.ctx.Err() == nil {
-			s.failed(run, ev, err)
+			s.failed(ev, err)
 		} else if err == nil {
 			s.recovered()
 		}
-		run.mu.Lock()
-		if key != "" {
-			delete(run.inflight, key)
-		}
-		run.mu.Unlock()
-		j.err = err
-		close(j.done)
+		run.flights.End(key, f, err)
 	})
-	return j, nil
+	return f, nil
 }
 
 // failed records an event not stored. Lark redelivers it, but four times
 // only: the chats are marked as having a gap and a catch-up pass is asked
-// for, which reads the message from the history if every retry fails too.
-func (s *wsSource) failed(run *wsRun, ev event, err error) {
+// for (chatsync.CatchUp.Failed), which reads the message from the history
+// if every retry fails too.
+func (s *wsSource) failed(ev event, err error) {
 	s.setError(fmt.Errorf("lark: event %s not stored: %s", clip(ev.Header.EventID, 100), clip(s.r.a.redact(err.Error()), 500)))
 	s.r.a.log.Warn("lark: event not stored; answered as failed, Lark redelivers it", "event_id", clip(ev.Header.EventID, 100), "err", err)
-	s.r.gap()
-	wsKick(run)
+	s.r.catchUp.Failed()
 }
 
 // recovered puts /health back to connected after an event was stored,

@@ -61,7 +61,7 @@ type wsWorld struct {
 	s    *wsSource
 	ws   *wstest.Workspace
 	log  *wsLogBuf
-	// passes gets a value per catch-up pass (the default catchUp).
+	// passes gets a value per catch-up pass (the default pass).
 	passes chan struct{}
 }
 
@@ -93,7 +93,7 @@ func wsNew(t *testing.T, fo larkfake.Options, secret string) *wsWorld {
 	}
 	r := newReceiver(a)
 	wd := &wsWorld{fake: fake, a: a, r: r, s: newWS(r), ws: w, log: lb, passes: make(chan struct{}, 100)}
-	wd.s.catchUp = func(ctx context.Context, sink adapters.Sink) error {
+	wd.s.pass = func(ctx context.Context, sink adapters.Sink) error {
 		wd.passes <- struct{}{}
 		return nil
 	}
@@ -439,11 +439,7 @@ func TestWSOtherEventTypes(t *testing.T) {
 }
 
 // wsGaps is how many gaps the receiver was told of.
-func wsGaps(r *receiver) uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.gaps
-}
+func wsGaps(r *receiver) uint64 { return r.track.Gaps() }
 
 func wsWaitPass(t *testing.T, passes <-chan struct{}, what string) {
 	t.Helper()
@@ -518,7 +514,7 @@ func TestWSCatchUpPasses(t *testing.T) {
 	calls := make(chan int, 10)
 	stopped := make(chan error, 10)
 	var n atomic.Int32
-	w.s.catchUp = func(ctx context.Context, sink adapters.Sink) error {
+	w.s.pass = func(ctx context.Context, sink adapters.Sink) error {
 		now := running.Add(1)
 		defer running.Add(-1)
 		for {
@@ -580,7 +576,7 @@ func TestWSBadCredentials(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "app_id and app_secret") || !strings.HasPrefix(err.Error(), "lark: ") {
 		t.Fatalf("Start: %v, want a refusal naming app_id and app_secret", err)
 	}
-	w2 := &wsSource{r: w.r, catchUp: w.s.catchUp, budget: wsBudget} // a Source that skipped Start
+	w2 := &wsSource{r: w.r, pass: w.s.pass, budget: wsBudget} // a Source that skipped Start
 	before := w.fake.Calls(larkfake.RouteWSEndpoint)
 	done := make(chan error, 1)
 	go func() { done <- w2.Run(context.Background(), w.ws.Pipe) }()
@@ -633,7 +629,7 @@ func TestWSExceedConnLimit(t *testing.T) {
 	wsWaitPass(t, w.passes, "of the first Source")
 	r2 := newReceiver(w.a)
 	s2 := newWS(r2)
-	s2.catchUp = func(context.Context, adapters.Sink) error { return nil }
+	s2.pass = func(context.Context, adapters.Sink) error { return nil }
 	if err := s2.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v (the credentials are fine)", err)
 	}

@@ -118,6 +118,54 @@ func Destination(url string) string {
 	return b.String()
 }
 
+// EscapeText writes s to b as CommonMark text that renders as s, for
+// words someone typed: a backslash before what opens inline markup (\ *
+// ~ ` [ ] <, and the characters of more), before an "&" that would start
+// an entity, and before a "_" that could open or close emphasis (one
+// between two letters or digits cannot: snake_case stays readable).
+func EscapeText(b *strings.Builder, s, more string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '_':
+			if i == 0 || i+1 >= len(s) || !wordByte(s[i-1]) || !wordByte(s[i+1]) {
+				b.WriteByte('\\')
+			}
+		case '\\', '*', '~', '`', '[', ']', '<':
+			b.WriteByte('\\')
+		case '&':
+			if EntityAt(s[i:]) {
+				b.WriteByte('\\')
+			}
+		default:
+			if more != "" && strings.IndexByte(more, c) >= 0 {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteByte(c)
+	}
+}
+
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Fence is the fence of a code block holding body: backticks, three or
+// one more than the longest run of them in body, so that the body cannot
+// close it.
+func Fence(body string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(body); i++ {
+		if body[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
 // EntityAt reports whether s starts with what CommonMark may read as an
 // entity or numeric character reference: "&", then a name or "#" and
 // digits (at most 32 in all), then ";".

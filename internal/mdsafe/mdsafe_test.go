@@ -2,6 +2,7 @@ package mdsafe
 
 import (
 	"bytes"
+	"html"
 	"strings"
 	"testing"
 
@@ -64,5 +65,39 @@ func TestGuard(t *testing.T) {
 	var out bytes.Buffer
 	if err := goldmark.Convert([]byte(EscapeLine(long)), &out); err != nil || !strings.Contains(out.String(), "[a](") {
 		t.Errorf("escaped line renders as %.40q, %v", out.String(), err)
+	}
+}
+
+// EscapeText: inline markup escaped, "_" only where it could be
+// emphasis, "&" only before an entity, the extra characters too; goldmark
+// reads the result back as the text given.
+func TestEscapeText(t *testing.T) {
+	for _, c := range []struct{ in, more, want string }{
+		{`a*b_c snake_case _lead trail_ [x](y) <z> \ ~s~ ` + "`c`", "", `a\*b_c snake_case \_lead trail\_ \[x\](y) \<z> \\ \~s\~ \` + "`c\\`"},
+		{"&amp; & &#35; a&b", "", `\&amp; & \&#35; a&b`},
+		{"see > that!", ">!", `see \> that\!`},
+		{"see > that!", "", "see > that!"},
+	} {
+		var b strings.Builder
+		EscapeText(&b, c.in, c.more)
+		if b.String() != c.want {
+			t.Errorf("EscapeText(%q, %q) = %q, want %q", c.in, c.more, b.String(), c.want)
+		}
+		var out bytes.Buffer
+		if err := goldmark.New().Convert([]byte(b.String()), &out); err != nil {
+			t.Fatal(err)
+		}
+		if want := "<p>" + html.EscapeString(c.in) + "</p>\n"; out.String() != want {
+			t.Errorf("%q renders as %q, want %q", b.String(), out.String(), want)
+		}
+	}
+}
+
+// Fence: three backticks, or one more than the longest run in the body.
+func TestFence(t *testing.T) {
+	for body, want := range map[string]string{"": "```", "a `b` ``c``": "```", "x ```` y ``": "`````"} {
+		if got := Fence(body); got != want {
+			t.Errorf("Fence(%q) = %q, want %q", body, got, want)
+		}
 	}
 }

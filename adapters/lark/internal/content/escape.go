@@ -55,26 +55,9 @@ func escapeLineStart(line string, b *strings.Builder) string {
 	return line
 }
 
-func escapeInline(s string, b *strings.Builder) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '_':
-			// Between two letters or digits "_" can neither open nor close
-			// emphasis: snake_case stays readable.
-			if i == 0 || i+1 >= len(s) || !wordByte(s[i-1]) || !wordByte(s[i+1]) {
-				b.WriteByte('\\')
-			}
-		case '\\', '*', '~', '`', '[', ']', '<', '>', '!':
-			b.WriteByte('\\')
-		case '&':
-			if mdsafe.EntityAt(s[i:]) {
-				b.WriteByte('\\')
-			}
-		}
-		b.WriteByte(c)
-	}
-}
+// escapeInline writes s with its inline markup escaped; ">" and "!" too
+// (an image's "![", a quote's ">" where a line is cut).
+func escapeInline(s string, b *strings.Builder) { mdsafe.EscapeText(b, s, ">!") }
 
 func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
@@ -125,16 +108,7 @@ func link(u, label string, atStart bool) string {
 // any run of backticks in it, so the body cannot close it.
 func fenced(lang, body string) string {
 	body = strings.TrimRight(body, "\n")
-	longest, run := 0, 0
-	for i := 0; i < len(body); i++ {
-		if body[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", max(3, longest+1))
+	fence := mdsafe.Fence(body)
 	// The info string is the language's word characters only: anything
 	// else could end the line or be read as markup by a renderer.
 	lang = strings.Map(func(r rune) rune {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/monoco/courier/internal/mdsafe"
 )
 
 // maxDepth bounds every recursion over what arrives: list nesting and
@@ -275,7 +277,7 @@ func Quote(s string) string {
 
 func fenced(body string) string {
 	body = strings.TrimRight(body, "\n")
-	fence := codeFence(body)
+	fence := mdsafe.Fence(body)
 	if body == "" {
 		return fence + "\n" + fence
 	}

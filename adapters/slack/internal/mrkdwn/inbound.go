@@ -364,7 +364,7 @@ func (w *blockWriter) item(level int, marker, content string, quoted bool) {
 // backticks in the body, so no body closes it.
 func (w *blockWriter) code(body string, quoted bool) {
 	w.begin(kindCode, quoted)
-	fence := codeFence(body)
+	fence := mdsafe.Fence(body)
 	w.emit(fence, quoted)
 	if body != "" {
 		for _, l := range strings.Split(body, "\n") {
@@ -372,19 +372,6 @@ func (w *blockWriter) code(body string, quoted bool) {
 		}
 	}
 	w.emit(fence, quoted)
-}
-
-func codeFence(body string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(body); i++ {
-		if body[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 // listItem recognises the list lines Slack's clients write into a message's
@@ -690,24 +677,7 @@ func escapeText(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '_':
-			// Between two letters or digits "_" can neither open nor close
-			// emphasis in CommonMark: snake_case_names stay readable.
-			if i == 0 || i+1 >= len(s) || !wordByte(s[i-1]) || !wordByte(s[i+1]) {
-				b.WriteByte('\\')
-			}
-		case '\\', '*', '~', '`', '[', ']', '<':
-			b.WriteByte('\\')
-		case '&':
-			if mdsafe.EntityAt(s[i:]) {
-				b.WriteByte('\\')
-			}
-		}
-		b.WriteByte(c)
-	}
+	mdsafe.EscapeText(&b, s, "")
 	return b.String()
 }
 
