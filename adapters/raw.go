@@ -1,6 +1,9 @@
 package adapters
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // ScrubRaw readies a decoded JSON value (an event, for
 // metadata.provider_raw) to be kept: every key that holds or names a
@@ -39,4 +42,17 @@ func scrub(v any, leaf func(any) any, depth int) any {
 		}
 	}
 	return v
+}
+
+// RawEvent decodes a provider's event for metadata.provider_raw and
+// scrubs it (ScrubRaw, with leaf): v is nil when the event is not a JSON
+// object; fits is false when its JSON, scrubbed, is over max bytes, and the
+// provider then keeps only what identifies the event.
+func RawEvent(event json.RawMessage, max int, leaf func(any) any) (v map[string]any, fits bool) {
+	if json.Unmarshal(event, &v) != nil || v == nil {
+		return nil, false
+	}
+	ScrubRaw(v, leaf)
+	b, err := json.Marshal(v)
+	return v, err == nil && len(b) <= max
 }

@@ -38,3 +38,22 @@ func TestScrubRaw(t *testing.T) {
 		}
 	}
 }
+
+// RawEvent scrubs the event and says whether it fits the bound, measured
+// after scrubbing; what is not a JSON object is nothing.
+func TestRawEvent(t *testing.T) {
+	for _, bad := range []string{``, `[1]`, `"x"`, `null`, `{`} {
+		if v, fits := RawEvent(json.RawMessage(bad), 1<<10, nil); v != nil || fits {
+			t.Errorf("%q: %v %v", bad, v, fits)
+		}
+	}
+	ev := json.RawMessage(`{"token":"` + strings.Repeat("t", 100) + `","text":"hi"}`)
+	v, fits := RawEvent(ev, 20, nil)
+	if !fits || v["text"] != "hi" || v["token"] != nil {
+		t.Errorf("scrubbed to 13 bytes, bound 20: %v %v", v, fits)
+	}
+	v, fits = RawEvent(ev, 12, nil)
+	if fits || v["text"] != "hi" {
+		t.Errorf("13 bytes, bound 12: %v %v", v, fits)
+	}
+}

@@ -459,12 +459,8 @@ const maxRaw = 32 << 10
 // providerRaw is the event body minus anything secret (any key named token
 // or ending in _token); over maxRaw, only the message's ids are kept.
 func providerRaw(inner json.RawMessage) map[string]any {
-	var v map[string]any
-	if json.Unmarshal(inner, &v) != nil || v == nil {
-		return nil
-	}
-	adapters.ScrubRaw(v, nil)
-	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
+	v, fits := adapters.RawEvent(inner, maxRaw, nil)
+	if v == nil || fits {
 		return v
 	}
 	small := map[string]any{"truncated": fmt.Sprintf("the event is over %d bytes: only its ids are kept", maxRaw)}

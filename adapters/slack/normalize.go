@@ -679,12 +679,8 @@ func rawValue(v any) any {
 // carry a verification token, assistant threads an action_token; any key
 // named token or ending in _token is removed, at every depth.
 func providerRaw(inner json.RawMessage) map[string]any {
-	var v map[string]any
-	if json.Unmarshal(inner, &v) != nil || v == nil {
-		return nil
-	}
-	adapters.ScrubRaw(v, rawValue)
-	if b, err := json.Marshal(v); err == nil && len(b) <= maxRaw {
+	v, fits := adapters.RawEvent(inner, maxRaw, rawValue)
+	if v == nil || fits {
 		return v
 	}
 	small := map[string]any{"truncated": fmt.Sprintf("the event is over %d bytes: only its identifying fields are kept", maxRaw)}
