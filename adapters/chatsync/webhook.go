@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -231,4 +232,29 @@ func (p *Pacer) Allow(now time.Time) (missed int, ok bool) {
 	n := p.missed
 	p.last, p.missed = now, 0
 	return n, true
+}
+
+// URLVerification is the Challenge of a provider whose URL check is a body
+// {"type": "url_verification", "challenge": ...} (Slack's Events API,
+// Lark's event subscription): the challenge is the one thing echoed, and
+// only one of shape, the provider's. notJSON refuses a body that is not
+// such an object (400), bad a url_verification whose challenge is not of
+// that shape (400); another type is no challenge.
+func URLVerification(shape *regexp.Regexp, notJSON, bad string) func(body []byte) (string, bool, *Refusal) {
+	return func(body []byte) (string, bool, *Refusal) {
+		var b struct {
+			Type      string `json:"type"`
+			Challenge string `json:"challenge"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return "", false, Refuse(http.StatusBadRequest, notJSON)
+		}
+		if b.Type != "url_verification" {
+			return "", false, nil
+		}
+		if !shape.MatchString(b.Challenge) {
+			return "", false, Refuse(http.StatusBadRequest, bad)
+		}
+		return b.Challenge, true, nil
+	}
 }

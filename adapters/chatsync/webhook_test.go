@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -282,5 +283,36 @@ func TestWebhookRedeliveryJoins(t *testing.T) {
 	wg.Wait()
 	if codes[0] != 200 || codes[1] != 200 || delivers != 1 {
 		t.Errorf("codes %v, %d deliveries; want 200 200 and 1", codes, delivers)
+	}
+}
+
+// URLVerification echoes only a challenge of the provider's shape, from a
+// url_verification; any other type is no challenge, and what is not a
+// JSON object is refused with the provider's text.
+func TestURLVerification(t *testing.T) {
+	check := chatsync.URLVerification(regexp.MustCompile(`^[a-z0-9-]{1,16}$`), "x: not JSON", "x: bad challenge")
+	for _, c := range []struct {
+		body, want string
+		ok         bool
+		status     int
+		text       string
+	}{
+		{body: `{"type":"url_verification","challenge":"c0ffee-1"}`, want: "c0ffee-1", ok: true},
+		{body: `{"type":"event_callback","challenge":"c0ffee-1"}`},
+		{body: `{"type":"url_verification","challenge":"<script>"}`, status: 400, text: "x: bad challenge"},
+		{body: `{"type":"url_verification"}`, status: 400, text: "x: bad challenge"},
+		{body: `[1]`, status: 400, text: "x: not JSON"},
+		{body: `{"type":5}`, status: 400, text: "x: not JSON"},
+	} {
+		got, ok, rf := check([]byte(c.body))
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.body, got, ok, c.want, c.ok)
+		}
+		switch {
+		case c.status == 0 && rf != nil:
+			t.Errorf("%s: refused %+v", c.body, rf)
+		case c.status != 0 && (rf == nil || rf.Status != c.status || rf.Text != c.text):
+			t.Errorf("%s: refusal %+v, want %d %q", c.body, rf, c.status, c.text)
+		}
 	}
 }

@@ -108,7 +108,9 @@ func newWebhook(r *receiver) adapters.Webhook {
 	wh.hook = &chatsync.Webhook{
 		Name: "lark", MaxBody: webhookMaxBody, TooLarge: "lark: request body over 1 MiB",
 		JSONOnly: "lark: the body must be JSON (Content-Type: application/json)",
-		Budget:   webhookBudget, Verify: wh.open, Challenge: challenge, Parse: wh.parse, OK: success,
+		Budget:   webhookBudget, Verify: wh.open, Parse: wh.parse, OK: success,
+		Challenge: chatsync.URLVerification(challengeRE, "lark: the body is not a Lark event or url_verification",
+			"lark: url_verification without a valid challenge"),
 		// Lark retries a 5xx (after 15 s, 5 min, 1 h, 6 h).
 		FailStatus: http.StatusInternalServerError, NotStored: "lark: event not stored",
 		NotStoredInTime: "lark: event not stored in time", NotStoredLog: "lark: webhook event not stored; Lark will retry",
@@ -138,22 +140,6 @@ func (b *webhookBody) token() string {
 		return b.Header.Token
 	}
 	return b.Token
-}
-
-// challenge answers url_verification: the one thing echoed, as the
-// protocol wants, and only a challenge of Lark's shape.
-func challenge(plain []byte) (string, bool, *chatsync.Refusal) {
-	var b webhookBody
-	if err := json.Unmarshal(plain, &b); err != nil {
-		return "", false, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not a Lark event or url_verification")
-	}
-	if b.Type != "url_verification" {
-		return "", false, nil
-	}
-	if !challengeRE.MatchString(b.Challenge) {
-		return "", false, chatsync.Refuse(http.StatusBadRequest, "lark: url_verification without a valid challenge")
-	}
-	return b.Challenge, true, nil
 }
 
 // parse reads the event a verified request carries.

@@ -47,7 +47,9 @@ type envelope struct {
 func (r *receiver) newWebhook() *chatsync.Webhook {
 	return &chatsync.Webhook{
 		Name: "slack", MaxBody: maxWebhookBody, TooLarge: "slack: request body too large",
-		Budget: webhookTimeout, Verify: r.verify, Challenge: challenge, Parse: r.parse,
+		Budget: webhookTimeout, Verify: r.verify, Parse: r.parse,
+		Challenge: chatsync.URLVerification(challengeRE, "slack: body is not an Events API payload",
+			"slack: url_verification without a valid challenge"),
 		FailStatus: http.StatusServiceUnavailable, NotStored: "slack: event not stored", NotStoredInTime: "slack: event not stored",
 		NotStoredLog: "slack: event not stored; Slack will retry",
 		CatchUp:      r.catchUp, Health: &r.a.health, Log: r.a.log,
@@ -74,22 +76,6 @@ func (r *receiver) verify(h http.Header, body []byte) ([]byte, *chatsync.Refusal
 		return nil, chatsync.Refuse(http.StatusUnauthorized, "slack: request not verified")
 	}
 	return body, nil
-}
-
-// challenge answers url_verification: the one thing echoed, as the
-// protocol wants; Slack's challenges are short and alphanumeric.
-func challenge(body []byte) (string, bool, *chatsync.Refusal) {
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		return "", false, chatsync.Refuse(http.StatusBadRequest, "slack: body is not an Events API payload")
-	}
-	if env.Type != "url_verification" {
-		return "", false, nil
-	}
-	if !challengeRE.MatchString(env.Challenge) {
-		return "", false, chatsync.Refuse(http.StatusBadRequest, "slack: url_verification without a valid challenge")
-	}
-	return env.Challenge, true, nil
 }
 
 // parse reads an event_callback; app_rate_limited and the types Courier
