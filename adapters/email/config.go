@@ -125,10 +125,7 @@ var (
 
 // ConfigOf returns the email section of a config (internal/config's
 // *Config), nil when it has none.
-func ConfigOf(s confkit.Sections) *Config {
-	c, _ := s.Section(schema.Email).(*Config)
-	return c
-}
+func ConfigOf(s confkit.Sections) *Config { return confkit.SectionOf[*Config](s, schema.Email) }
 
 // Account returns the account named name, or the first when name is "".
 func (c *Config) Account(name string) (*AccountConfig, bool) {

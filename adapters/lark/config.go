@@ -25,10 +25,7 @@ var _ confkit.Section = (*Config)(nil)
 
 // ConfigOf returns the lark section of a config (internal/config's
 // *Config), nil when it has none.
-func ConfigOf(s confkit.Sections) *Config {
-	c, _ := s.Section(schema.Lark).(*Config)
-	return c
-}
+func ConfigOf(s confkit.Sections) *Config { return confkit.SectionOf[*Config](s, schema.Lark) }
 
 // Defaults sets the domain (feishu) and the mode (ws).
 func (c *Config) Defaults() {

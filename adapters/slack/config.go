@@ -35,10 +35,7 @@ var _ confkit.Section = (*Config)(nil)
 
 // ConfigOf returns the slack section of a config (internal/config's
 // *Config), nil when it has none.
-func ConfigOf(s confkit.Sections) *Config {
-	c, _ := s.Section(schema.Slack).(*Config)
-	return c
-}
+func ConfigOf(s confkit.Sections) *Config { return confkit.SectionOf[*Config](s, schema.Slack) }
 
 // Defaults sets the mode: socket.
 func (c *Config) Defaults() {

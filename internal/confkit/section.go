@@ -42,3 +42,11 @@ type Sections interface {
 	// has none (it was read without that provider in its table).
 	Section(name schema.Provider) Section
 }
+
+// SectionOf returns the section of provider name in s as a T (a pointer
+// to the provider's Config), the zero T when s has none of that type: a
+// provider's ConfigOf is SectionOf[*Config](s, its name).
+func SectionOf[T Section](s Sections, name schema.Provider) T {
+	t, _ := s.Section(name).(T)
+	return t
+}
