@@ -7,9 +7,11 @@
 // # A provider
 //
 // A provider is one package with one constructor that returns a *Provider:
-// what it offers, each part optional but the Resolver. cmd/courier keeps one
-// explicit table from provider name to constructor (no registry filled by
-// init()).
+// what it offers, each part optional but the Resolver, and its section of
+// the config (courier.adapters.<name>), which it owns: its Config type,
+// defaults and checks. One explicit table, internal/providers/all, lists
+// each provider's name, the constructor of its Config and its own (no
+// registry filled by init()).
 //
 // Inbound, a Source normalises what its provider delivers into Events and
 // hands them to a Sink. The Sink's contract: Deliver returns nil only once
@@ -53,8 +55,8 @@
 // memory; cmd/courier's TestSeamTemplateProvider runs it inside the real
 // service. To add a real one, say adapters/discord, one writes:
 //
-//  1. adapters/discord/discord.go: Options (the config section, a
-//     *dropzone.Store, a *slog.Logger) and New(Options)
+//  1. adapters/discord/discord.go: Options (the config section, the
+//     confkit.Limits, a *dropzone.Store, a *slog.Logger) and New(Options)
 //     (*adapters.Provider, error), doing no I/O. A provider that is not
 //     enabled returns only its Resolver.
 //
@@ -78,16 +80,29 @@
 //     courier.limits (Fit), a bounded download (LimitReader), a draft's
 //     words (DraftWords).
 //
-//  4. Its section in internal/config: a Secret field and its *_file
-//     sibling are all a credential needs (Config.Secrets finds them).
+//  4. adapters/discord/config.go: its section, courier.adapters.discord,
+//     as its own Config (package internal/confkit is what it is made of):
+//     the fields with their YAML keys, Defaults, Check (each error through
+//     the confkit.Checker at its key relative to the section, which
+//     internal/config turns into the whole dotted key and its line), and
+//     ConfigOf(confkit.Sections) *Config, the typed accessor the row and
+//     tests use. A credential is a confkit.Secret field and a string
+//     field beside it with the key's _file form: internal/config finds it
+//     (Config.Secrets), expands ${NAME} in it, reads its file and leaves
+//     it empty for the commands that run without secrets. internal/config
+//     is not edited: it reads the section through the table. The example
+//     config, deploy/courier.example.yaml, shows the keys (deploy's
+//     TestExampleConfig checks it names every key of every section).
 //
-//  5. One row in cmd/courier's providerTable (providers.go), shown below.
+//  5. One row in internal/providers/all's Table, shown below.
 //
 // The row:
 //
-//	{schema.Discord, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-//		return discord.New(discord.Options{Config: cfg.Courier.Adapters.Discord, Dropzone: env.dropzone, Logger: env.log})
-//	}},
+//	{Name: schema.Discord, Config: func() confkit.Section { return new(discord.Config) },
+//		New: func(cfg *config.Config, env providers.Env) (*adapters.Provider, error) {
+//			return discord.New(discord.Options{Config: *discord.ConfigOf(cfg), Limits: cfg.Courier.Limits,
+//				Dropzone: env.Dropzone, Logger: env.Log})
+//		}},
 //
 // mailbox, ingest, outbound and the service know providers only by name;
 // they need no change. The protocol's providers (schema.Providers) have

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
@@ -44,7 +44,7 @@ type Provider struct {
 	Checks []Check
 	// Secrets are the credentials the provider holds. The service keeps
 	// their values out of its log, whatever an error message quotes.
-	Secrets []config.Secret
+	Secrets []confkit.Secret
 	// Self lists the participant ids of the bot itself (Slack's user and
 	// bot ids, Lark's open_id): messages from them are dropped as echoes.
 	// A Source that learns them only once connected marks its events

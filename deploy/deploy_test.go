@@ -16,7 +16,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monoco/courier/adapters/email"
+	"github.com/monoco/courier/adapters/lark"
+	"github.com/monoco/courier/adapters/slack"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/providers/all"
 	"github.com/monoco/courier/internal/testutil"
 )
 
@@ -124,7 +128,7 @@ func TestUnitDirectives(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TimeoutStopSec=%q", stop)
 	}
-	if grace := config.Default().Courier.Outbound.ShutdownGrace.D(); time.Duration(secs)*time.Second <= grace {
+	if grace := config.Default(nil).Courier.Outbound.ShutdownGrace.D(); time.Duration(secs)*time.Second <= grace {
 		t.Errorf("TimeoutStopSec=%ds is not above outbound.shutdown_grace %v", secs, grace)
 	}
 	if got := d["Install"]["WantedBy"]; len(got) != 1 || got[0] != "multi-user.target" {
@@ -201,18 +205,25 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("courier: has no adapters: mapping")
 	}
 
-	// Courier's own strict reader accepts it.
-	cfg, err := config.Parse(ExampleConfig, t.TempDir())
+	// Courier's own strict reader accepts it, with the providers' sections
+	// of the provider table.
+	cfg, err := config.Parse(ExampleConfig, t.TempDir(), all.Table.Adapters())
 	if err != nil {
 		t.Fatalf("config.Parse: %v", err)
 	}
 	c := cfg.Courier
-	if c.Root != "." || c.HTTP.Listen != "127.0.0.1:8644" || !c.Adapters.Email.Enabled ||
-		c.Adapters.Email.Receiver.SMTP != "127.0.0.1:2525" || c.Adapters.Lark.Enabled || c.Adapters.Slack.Enabled {
-		t.Errorf("unexpected settings: %+v", c)
+	if e := email.ConfigOf(cfg); c.Root != "." || c.HTTP.Listen != "127.0.0.1:8644" || !e.Enabled ||
+		e.Receiver.SMTP != "127.0.0.1:2525" || lark.ConfigOf(cfg).Enabled || slack.ConfigOf(cfg).Enabled {
+		t.Errorf("unexpected settings: %+v, email %+v", c, e)
 	}
 
+	// The keys: the courier-wide ones and each provider's, its name and
+	// its section's.
 	known := yamlKeys(reflect.TypeOf(config.Config{}), map[string]bool{})
+	for _, row := range all.Table {
+		known[string(row.Name)] = true
+		yamlKeys(reflect.TypeOf(row.Config()), known)
+	}
 	text := string(ExampleConfig)
 	// Keys, commented out or not: "key:" starting a line (after "#" and
 	// "- "), or inside a flow mapping.

@@ -196,8 +196,13 @@ func YAMLNode(data []byte) (*yaml.Node, error) {
 }
 
 // DecodeNode decodes a mapping node into v as DecodeYAML does.
-func DecodeNode(root *yaml.Node, v any) error {
-	d := &document{root: root, lines: newLineMap(root)}
+func DecodeNode(root *yaml.Node, v any) error { return DecodeNodeAt(root, "", v) }
+
+// DecodeNodeAt decodes n, the value at path in a larger document (a
+// provider's section of a config file: "courier.adapters.email"), into v as
+// DecodeYAML does; its errors name their fields by their whole path.
+func DecodeNodeAt(n *yaml.Node, path string, v any) error {
+	d := &document{root: n, path: path, lines: newLineMapAt(n, path)}
 	if errs := d.decodeInto(v); len(errs) > 0 {
 		return dedupe(errs).sorted()
 	}

@@ -18,6 +18,7 @@ const delimiter = "---"
 // document is a front matter file taken apart.
 type document struct {
 	root  *yaml.Node // the mapping node of the front matter
+	path  string     // root's path in a larger document; "" for a whole one
 	body  string
 	lines *lineMap
 }
@@ -105,7 +106,7 @@ func syntaxErrorLine(fm []byte) int {
 // v, collecting every type error with its line and field path.
 func (d *document) decodeInto(v any) Errors {
 	var errs Errors
-	checkKnown(d.root, reflect.TypeOf(v), "", d.lines, &errs)
+	checkKnown(d.root, reflect.TypeOf(v), d.path, d.lines, &errs)
 	if err := d.root.Decode(v); err != nil {
 		te, ok := err.(*yaml.TypeError)
 		if !ok {
@@ -219,6 +220,18 @@ var mistakes = map[string]string{
 	"urgent": "options", "silent": "options", "from": "participants",
 }
 
+// UnknownField is the message for a key that names none of known, with
+// the nearest as a guess: unknown field "emial" (did you mean "email"?).
+// Config readers whose keys are not struct fields (the providers' names
+// under courier.adapters) use it to say what the decoder would.
+func UnknownField(key string, known []string) string {
+	fields := make(map[string]reflect.Type, len(known))
+	for _, k := range known {
+		fields[k] = nil
+	}
+	return unknownField(key, fields)
+}
+
 func unknownField(name string, fields map[string]reflect.Type) string {
 	if want, ok := mistakes[name]; ok {
 		if _, exists := fields[want]; exists {
@@ -286,9 +299,17 @@ type lineMap struct {
 	byLine map[int]string
 }
 
-func newLineMap(root *yaml.Node) *lineMap {
+func newLineMap(root *yaml.Node) *lineMap { return newLineMapAt(root, "") }
+
+// newLineMapAt maps the lines of root, the value at path in a larger
+// document, to whole paths.
+func newLineMapAt(root *yaml.Node, path string) *lineMap {
 	m := &lineMap{byPath: map[string]int{}, byLine: map[int]string{}}
-	m.walk(root, "")
+	if path != "" {
+		m.byPath[path] = root.Line
+		m.byLine[root.Line] = path
+	}
+	m.walk(root, path)
 	return m
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 )
 
@@ -18,7 +18,7 @@ import (
 // COURIER_REQUIRE_SERVERS=1, which makes that a failure.
 
 func dovecotServer(d *testutil.Dovecot) Server {
-	return Server{Host: d.Host, Port: d.Port, TLS: "none", Username: d.User, Password: config.Secret(d.Password)}
+	return Server{Host: d.Host, Port: d.Port, TLS: "none", Username: d.User, Password: confkit.Secret(d.Password)}
 }
 
 func dovecotSource(d *testutil.Dovecot, ws *workspace, opts IMAPOptions) *IMAPSource {

@@ -10,16 +10,16 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
 // Options configure the email provider.
 type Options struct {
 	// Config is the email section of the config (courier.adapters.email).
-	Config config.Email
+	Config Config
 	// Limits bound what is received and sent.
-	Limits config.Limits
+	Limits confkit.Limits
 	// Dropzone stores attachments and raw messages; nil for a provider
 	// that only resolves drafts.
 	Dropzone *dropzone.Store
@@ -118,7 +118,7 @@ func New(o Options) (*adapters.Provider, error) {
 
 // ownAddresses are the addresses mail to us is sent to: every account's
 // and the receiver's; they are left out of a message's participants.
-func ownAddresses(e config.Email) []string {
+func ownAddresses(e Config) []string {
 	var own []string
 	for _, acct := range e.Accounts {
 		own = append(own, acct.Addresses...)
@@ -131,7 +131,7 @@ func ownAddresses(e config.Email) []string {
 func allowFrom(nets []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, n := range nets {
-		p, err := config.ParsePrefix(n)
+		p, err := ParsePrefix(n)
 		if err != nil {
 			return nil, fmt.Errorf("email: courier.adapters.email.receiver.allow_from[%d]: %w", i, err)
 		}
@@ -140,12 +140,12 @@ func allowFrom(nets []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func imapServer(im *config.IMAP) Server {
+func imapServer(im *IMAPConfig) Server {
 	return Server{Host: im.Host, Port: im.Port, TLS: im.TLS, InsecureSkipVerify: im.InsecureSkipVerify,
 		Username: im.Username, Password: im.Password, Auth: im.Auth}
 }
 
-func sinceOf(im *config.IMAP) time.Time {
+func sinceOf(im *IMAPConfig) time.Time {
 	if im.Since == nil {
 		return time.Time{}
 	}

@@ -8,13 +8,12 @@ import (
 	"testing"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
 
 // TestNew: what the email provider offers follows its config; a disabled
-// provider only resolves drafts; its secrets stay config.Secret values.
+// provider only resolves drafts; its secrets stay confkit.Secret values.
 func TestNew(t *testing.T) {
 	p, err := New(Options{})
 	if err != nil {
@@ -24,9 +23,9 @@ func TestNew(t *testing.T) {
 		t.Fatalf("disabled provider: %+v", p)
 	}
 
-	cfg := config.Email{Enabled: true, Receiver: config.Receiver{SMTP: "127.0.0.1:0", LMTP: "unix:/nonexistent/lmtp"},
-		Accounts: []config.Account{
-			{Name: "in", Addresses: []string{"in@corp.test"}, IMAP: &config.IMAP{Host: "imap.corp.test", Port: 993, Password: "imap-secret-1"}},
+	cfg := Config{Enabled: true, Receiver: ReceiverConfig{SMTP: "127.0.0.1:0", LMTP: "unix:/nonexistent/lmtp"},
+		Accounts: []AccountConfig{
+			{Name: "in", Addresses: []string{"in@corp.test"}, IMAP: &IMAPConfig{Host: "imap.corp.test", Port: 993, Password: "imap-secret-1"}},
 		}}
 	p, err = New(Options{Config: cfg})
 	if err != nil {
@@ -51,8 +50,8 @@ func TestNew(t *testing.T) {
 		t.Errorf("secrets: %v", p.Secrets)
 	}
 
-	cfg.Accounts = append(cfg.Accounts, config.Account{Name: "out", Addresses: []string{"out@corp.test"},
-		SMTP: &config.SMTP{Host: "smtp.corp.test", Port: 587, Password: "smtp-secret-2"}})
+	cfg.Accounts = append(cfg.Accounts, AccountConfig{Name: "out", Addresses: []string{"out@corp.test"},
+		SMTP: &SMTPConfig{Host: "smtp.corp.test", Port: 587, Password: "smtp-secret-2"}})
 	p, err = New(Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +82,7 @@ func TestReceiverCheck(t *testing.T) {
 // TestResolver: seed 003's reply rules, the account, and the ids fixed at
 // queue time.
 func TestResolver(t *testing.T) {
-	r := &Resolver{Accounts: []config.Account{
+	r := &Resolver{Accounts: []AccountConfig{
 		{Name: "main", Addresses: []string{"agent@corp.test"}},
 		{Name: "support", Addresses: []string{"help@corp.test"}},
 	}}

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
 )
 
@@ -127,7 +126,7 @@ func TestReceiverExposure(t *testing.T) {
 // The provider gives doctor the exposure check of each receiver, and
 // refuses an allow_from it cannot read, naming the key.
 func TestProviderExposureCheck(t *testing.T) {
-	cfg := config.Email{Enabled: true, Receiver: config.Receiver{SMTP: "0.0.0.0:2525"}}
+	cfg := Config{Enabled: true, Receiver: ReceiverConfig{SMTP: "0.0.0.0:2525"}}
 	p, err := New(Options{Config: cfg, Dropzone: testutil.NewDropzone(t, nil)})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -19,7 +18,7 @@ import (
 // sends the Message-ID fixed here.
 type Resolver struct {
 	// Accounts are the configured accounts; the first is the default.
-	Accounts []config.Account
+	Accounts []AccountConfig
 }
 
 var _ adapters.Resolver = (*Resolver)(nil)

@@ -29,7 +29,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -41,8 +41,8 @@ type Server struct {
 	TLS                string // implicit | starttls | none
 	InsecureSkipVerify bool
 	Username           string
-	Password           config.Secret // revealed only to log in
-	Auth               string        // plain | login | none
+	Password           confkit.Secret // revealed only to log in
+	Auth               string         // plain | login | none
 }
 
 func (s Server) addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }

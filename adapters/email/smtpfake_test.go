@@ -11,7 +11,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 )
 
 // smtpFake is a recording SMTP server with error knobs, in the manner of
@@ -69,7 +69,7 @@ func (f *smtpFake) server() Server {
 	if f.user != "" {
 		auth = "plain"
 	}
-	return Server{Host: host, Port: p, TLS: "none", Username: f.user, Password: config.Secret(f.pass), Auth: auth}
+	return Server{Host: host, Port: p, TLS: "none", Username: f.user, Password: confkit.Secret(f.pass), Auth: auth}
 }
 
 func (f *smtpFake) messages() []fakeMsg {

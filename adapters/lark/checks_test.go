@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 )
 
@@ -14,7 +14,7 @@ import (
 // with secret, and returns their errors by name.
 func chkRun(t *testing.T, fake *larkfake.Server, secret string) map[string]error {
 	t.Helper()
-	p, err := New(Options{Config: config.Lark{Enabled: true, AppID: fake.Options().AppID, AppSecret: config.Secret(secret), Domain: fake.URL(), Mode: "ws"}})
+	p, err := New(Options{Config: Config{Enabled: true, AppID: fake.Options().AppID, AppSecret: confkit.Secret(secret), Domain: fake.URL(), Mode: "ws"}})
 	if err != nil {
 		t.Fatal(err)
 	}

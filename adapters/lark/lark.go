@@ -31,16 +31,16 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
 // Options configure the provider. The zero value is a disabled provider.
 type Options struct {
 	// Config is the lark section of the config (courier.adapters.lark).
-	Config config.Lark
+	Config Config
 	// Limits bound what is received and sent.
-	Limits config.Limits
+	Limits confkit.Limits
 	// Dropzone stores the resources of messages; nil for a provider that
 	// only resolves drafts.
 	Dropzone *dropzone.Store
@@ -70,7 +70,7 @@ func New(o Options) (*adapters.Provider, error) {
 		return nil, err
 	}
 	p.Health = &a.health
-	p.Secrets = []config.Secret{o.Config.AppSecret, o.Config.VerificationToken, o.Config.EncryptKey}
+	p.Secrets = []confkit.Secret{o.Config.AppSecret, o.Config.VerificationToken, o.Config.EncryptKey}
 	if o.Config.AppID != "" {
 		p.Self = []string{o.Config.AppID}
 	}

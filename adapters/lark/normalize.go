@@ -15,15 +15,15 @@ import (
 	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/lark/internal/content"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
 
 // Adapter is what the provider's parts share.
 type Adapter struct {
-	cfg    config.Lark
-	limits config.Limits
+	cfg    Config
+	limits confkit.Limits
 	base   string // the API's scheme and host, no trailing slash
 	http   *http.Client
 	dz     *dropzone.Store
@@ -55,7 +55,7 @@ func baseURL(domain string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-func newAdapter(cfg config.Lark, limits config.Limits, dz *dropzone.Store, hc *http.Client, log *slog.Logger) (*Adapter, error) {
+func newAdapter(cfg Config, limits confkit.Limits, dz *dropzone.Store, hc *http.Client, log *slog.Logger) (*Adapter, error) {
 	base, err := baseURL(cfg.Domain)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/schema"
@@ -56,8 +56,8 @@ func testAdapter(t *testing.T, base, secret string) (*Adapter, *dropzone.Store) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dz.Close() })
-	cfg := config.Lark{AppID: testAppID, AppSecret: config.Secret(secret), Domain: base}
-	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, dz, nil, nil)
+	cfg := Config{AppID: testAppID, AppSecret: confkit.Secret(secret), Domain: base}
+	a, err := newAdapter(cfg, confkit.Limits{MaxArtifactBytes: 1 << 20}, dz, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/chatsync"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -53,8 +53,8 @@ func rpNew(t *testing.T) *rpWorld {
 // with small backoffs.
 func (w *rpWorld) receiver(t *testing.T) *receiver {
 	t.Helper()
-	cfg := config.Lark{Enabled: true, AppID: testAppID, AppSecret: config.Secret(w.fake.Options().AppSecret), Domain: w.fake.URL(), Mode: "webhook"}
-	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, w.ws.DZ, nil, nil)
+	cfg := Config{Enabled: true, AppID: testAppID, AppSecret: confkit.Secret(w.fake.Options().AppSecret), Domain: w.fake.URL(), Mode: "webhook"}
+	a, err := newAdapter(cfg, confkit.Limits{MaxArtifactBytes: 1 << 20}, w.ws.DZ, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

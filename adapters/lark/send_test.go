@@ -19,7 +19,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/schema"
@@ -76,8 +76,8 @@ func sndSetup(t *testing.T, hook sndRoundTrip) *sndEnv {
 	if hook != nil {
 		rt = hook.wrap(rt)
 	}
-	cfg := config.Lark{Enabled: true, AppID: sndAppID, AppSecret: config.Secret(secret), Domain: fake.URL()}
-	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 20 << 20}, dz, &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil)
+	cfg := Config{Enabled: true, AppID: sndAppID, AppSecret: confkit.Secret(secret), Domain: fake.URL()}
+	a, err := newAdapter(cfg, confkit.Limits{MaxArtifactBytes: 20 << 20}, dz, &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +598,7 @@ func TestSendKeyDerived(t *testing.T) {
 // TestSendWaitsWithoutCredentials: a provider without app_secret has no
 // Sender, and says why.
 func TestSendWaitsWithoutCredentials(t *testing.T) {
-	a, err := newAdapter(config.Lark{Enabled: true, AppID: sndAppID}, config.Limits{}, nil, nil, nil)
+	a, err := newAdapter(Config{Enabled: true, AppID: sndAppID}, confkit.Limits{}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -62,9 +62,9 @@ func whNew(t *testing.T, token, key string) *whWorld {
 	ws := wstest.New(t, nil)
 	lg := &whLog{}
 	o := fake.Options()
-	cfg := config.Lark{Enabled: true, Mode: "webhook", AppID: o.AppID, AppSecret: config.Secret(o.AppSecret), Domain: fake.URL(),
-		VerificationToken: config.Secret(token), EncryptKey: config.Secret(key)}
-	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, ws.DZ, nil, slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	cfg := Config{Enabled: true, Mode: "webhook", AppID: o.AppID, AppSecret: confkit.Secret(o.AppSecret), Domain: fake.URL(),
+		VerificationToken: confkit.Secret(token), EncryptKey: confkit.Secret(key)}
+	a, err := newAdapter(cfg, confkit.Limits{MaxArtifactBytes: 1 << 20}, ws.DZ, nil, slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestWebhookChallenge(t *testing.T) {
 // New in webhook mode mounts this handler: the provider answers a
 // challenge with its token and refuses one without.
 func TestWebhookFromNew(t *testing.T) {
-	p, err := New(Options{Config: config.Lark{Enabled: true, Mode: "webhook", AppID: "cli_wh_new", AppSecret: "whAppSecretNew",
+	p, err := New(Options{Config: Config{Enabled: true, Mode: "webhook", AppID: "cli_wh_new", AppSecret: "whAppSecretNew",
 		Domain: "http://127.0.0.1:1", VerificationToken: "whTokNew", EncryptKey: "whKeyNew"}})
 	if err != nil {
 		t.Fatal(err)
@@ -1054,7 +1054,7 @@ func FuzzWebhookDecrypt(f *testing.F) {
 	f.Add([]byte("short"), []byte("x"))
 	f.Add(bytes.Repeat([]byte{16}, 48), bytes.Repeat([]byte{16}, 16))
 
-	a, err := newAdapter(config.Lark{EncryptKey: config.Secret(key), VerificationToken: "whTokFuzz"}, config.Limits{}, nil, nil, nil)
+	a, err := newAdapter(Config{EncryptKey: confkit.Secret(key), VerificationToken: "whTokFuzz"}, confkit.Limits{}, nil, nil, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

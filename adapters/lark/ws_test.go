@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/larkfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -85,9 +85,9 @@ func wsNew(t *testing.T, fo larkfake.Options, secret string) *wsWorld {
 	w := wstest.New(t, nil)
 	lb := &wsLogBuf{}
 	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := config.Lark{Enabled: true, AppID: fo.AppID, AppSecret: config.Secret(secret), Domain: fake.URL(),
-		VerificationToken: config.Secret(wsVerifToken), EncryptKey: config.Secret("ws-encrypt-key-0001")}
-	a, err := newAdapter(cfg, config.Limits{MaxArtifactBytes: 1 << 20}, w.DZ, nil, log)
+	cfg := Config{Enabled: true, AppID: fo.AppID, AppSecret: confkit.Secret(secret), Domain: fake.URL(),
+		VerificationToken: confkit.Secret(wsVerifToken), EncryptKey: confkit.Secret("ws-encrypt-key-0001")}
+	a, err := newAdapter(cfg, confkit.Limits{MaxArtifactBytes: 1 << 20}, w.DZ, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -802,9 +802,9 @@ func TestWSLogAndConfig(t *testing.T) {
 		t.Errorf("%d secrets redacted, want 3:\n%s", n, text)
 	}
 
-	for _, cfg := range []config.Lark{{Enabled: true, AppID: testAppID, Domain: w.fake.URL()},
-		{Enabled: true, AppSecret: config.Secret(secret), Domain: w.fake.URL()}} {
-		a, err := newAdapter(cfg, config.Limits{}, w.ws.DZ, nil, nil)
+	for _, cfg := range []Config{{Enabled: true, AppID: testAppID, Domain: w.fake.URL()},
+		{Enabled: true, AppSecret: confkit.Secret(secret), Domain: w.fake.URL()}} {
+		a, err := newAdapter(cfg, confkit.Limits{}, w.ws.DZ, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/ingest"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -47,9 +47,9 @@ func newInWorld(t testing.TB, mode string) *inWorld {
 	w := wstest.New(t, nil)
 	mb, dz, pipe := w.MB, w.DZ, w.Pipe
 	o := fake.Options()
-	a := newAdapter(Options{Config: config.Slack{Enabled: true, Mode: mode,
-		BotToken: config.Secret(o.BotToken), AppToken: config.Secret(o.AppToken),
-		SigningSecret: config.Secret(inSecret), APIURL: fake.APIURL()}, Dropzone: dz})
+	a := newAdapter(Options{Config: Config{Enabled: true, Mode: mode,
+		BotToken: confkit.Secret(o.BotToken), AppToken: confkit.Secret(o.AppToken),
+		SigningSecret: confkit.Secret(inSecret), APIURL: fake.APIURL()}, Dropzone: dz})
 	return &inWorld{fake: fake, a: a, r: newReceiver(a), mb: mb, pipe: pipe}
 }
 
@@ -379,7 +379,7 @@ func TestInboundWiring(t *testing.T) {
 		sources string
 		webhook bool
 	}{{"socket", "slack/socket", false}, {"events", "slack/replay", true}} {
-		p, err := New(Options{Config: config.Slack{Enabled: true, Mode: c.mode, BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "s"}})
+		p, err := New(Options{Config: Config{Enabled: true, Mode: c.mode, BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "s"}})
 		if err != nil {
 			t.Fatal(err)
 		}

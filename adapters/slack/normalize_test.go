@@ -18,7 +18,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -74,9 +74,9 @@ func workspace(t testing.TB) *slackfake.Server {
 func newTestAdapter(t testing.TB, s *slackfake.Server, change func(o *Options)) *Adapter {
 	t.Helper()
 	o := Options{
-		Config: config.Slack{Enabled: true, Mode: "socket", BotToken: config.Secret(s.Options().BotToken),
-			AppToken: config.Secret(s.Options().AppToken), APIURL: s.APIURL()},
-		Limits:   config.Limits{MaxArtifactBytes: 1 << 20, MaxTextBytes: 1 << 20},
+		Config: Config{Enabled: true, Mode: "socket", BotToken: confkit.Secret(s.Options().BotToken),
+			AppToken: confkit.Secret(s.Options().AppToken), APIURL: s.APIURL()},
+		Limits:   confkit.Limits{MaxArtifactBytes: 1 << 20, MaxTextBytes: 1 << 20},
 		Dropzone: testutil.NewDropzone(t, nil),
 	}
 	if change != nil {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -47,7 +47,7 @@ type rig struct {
 	before func(r *http.Request)
 }
 
-func newRig(t *testing.T, limits config.Limits) *rig {
+func newRig(t *testing.T, limits confkit.Limits) *rig {
 	t.Helper()
 	dz, err := dropzone.Open(t.TempDir(), nil)
 	if err != nil {
@@ -57,7 +57,7 @@ func newRig(t *testing.T, limits config.Limits) *rig {
 	return newRigIn(t, limits, dz)
 }
 
-func newRigIn(t *testing.T, limits config.Limits, dz *dropzone.Store) *rig {
+func newRigIn(t *testing.T, limits confkit.Limits, dz *dropzone.Store) *rig {
 	t.Helper()
 	fake := slackfake.New(t, slackfake.Options{BotToken: botToken})
 	var ch slackapi.Channel
@@ -72,7 +72,7 @@ func newRigIn(t *testing.T, limits config.Limits, dz *dropzone.Store) *rig {
 		}
 		return http.DefaultTransport.RoundTrip(req)
 	})}
-	p, err := New(Options{Config: config.Slack{Enabled: true, Mode: "events", BotToken: botToken, APIURL: fake.APIURL()},
+	p, err := New(Options{Config: Config{Enabled: true, Mode: "events", BotToken: botToken, APIURL: fake.APIURL()},
 		Limits: limits, Dropzone: dz, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func noToken(t *testing.T, err error) {
 var ctx = context.Background()
 
 func TestSendTopLevel(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	d := draft(general, "Deploy **done** for <b>A & B</b>: see [the log](https://ci.example/run/7).\n\n- one\n- two\n\n```\ngo test ./...\n```\n")
 	rc, err := r.send.Send(ctx, &adapters.Attempt{Draft: d})
 	if err != nil {
@@ -168,7 +168,7 @@ func checkConverted(t *testing.T, text string) {
 }
 
 func TestSendPlainText(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	d := draft(general, "")
 	d.Type, d.Content.Text = schema.DraftText, "2 * 3 = 6 and snake_case_name"
 	if _, err := r.send.Send(ctx, &adapters.Attempt{Draft: d}); err != nil {
@@ -183,7 +183,7 @@ func TestSendPlainText(t *testing.T) {
 // A reply lands in the parent's thread: the Resolver picks the thread and
 // the Sender posts in it, whether the parent is top-level or a reply.
 func TestSendReplyInThread(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	root, reply := "1690000000.000100", "1690000000.000200"
 	r.fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: ann, Text: "deploy?", Timestamp: root}})
 	r.fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: bob, Text: "+1", Timestamp: reply, ThreadTimestamp: root}})
@@ -218,7 +218,7 @@ func TestSendReplyInThread(t *testing.T) {
 }
 
 func TestSendDM(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	rc, err := r.send.Send(ctx, &adapters.Attempt{Draft: draft(ann, "hello\n")})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestSendDM(t *testing.T) {
 }
 
 func TestSendAttachment(t *testing.T) {
-	r := newRig(t, config.Limits{MaxArtifactBytes: 1 << 20})
+	r := newRig(t, confkit.Limits{MaxArtifactBytes: 1 << 20})
 	root := "1690000000.000100"
 	r.fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: ann, Text: "numbers?", Timestamp: root}})
 	content := make([]byte, 300<<10+7)
@@ -303,7 +303,7 @@ type gateFunc func(ctx context.Context) error
 func (f gateFunc) Enter(ctx context.Context) error { return f(ctx) }
 
 func TestSendRateLimited(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	r.fake.Fail("chat.postMessage", slackfake.Failure{Status: 429, RetryAfter: 7})
 	_, err := r.send.Send(ctx, &adapters.Attempt{Draft: draft(general, "hi\n")})
 	if ra, ok := adapters.RetryAfter(err); !adapters.IsTemporary(err) || adapters.IsPermanent(err) || !ok || ra != 7*time.Second {
@@ -327,7 +327,7 @@ func TestSendRateLimited(t *testing.T) {
 		t.Errorf("HTTP 400: %v, want permanent (the request itself is wrong)", err)
 	}
 	// The network: Slack unreachable.
-	p, _ := New(Options{Config: config.Slack{Enabled: true, BotToken: botToken, APIURL: "http://127.0.0.1:1/api/"}})
+	p, _ := New(Options{Config: Config{Enabled: true, BotToken: botToken, APIURL: "http://127.0.0.1:1/api/"}})
 	_, err = p.Sender.Send(ctx, &adapters.Attempt{Draft: draft(general, "hi\n")})
 	if err == nil || adapters.IsPermanent(err) || !strings.HasPrefix(err.Error(), "slack: chat.postMessage") {
 		t.Errorf("connection refused: %v, want temporary naming the method", err)
@@ -336,7 +336,7 @@ func TestSendRateLimited(t *testing.T) {
 }
 
 func TestSendPermanent(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	for _, code := range []string{"channel_not_found", "not_in_channel", "is_archived", "invalid_auth", "token_revoked",
 		"account_inactive", "msg_too_long", "no_text", "restricted_action"} {
 		r.fake.Fail("chat.postMessage", slackfake.Failure{Error: code})
@@ -368,7 +368,7 @@ func TestSendMissingScope(t *testing.T) {
 		body := `{"ok":false,"error":"missing_scope","needed":"chat:write","provided":"channels:history,users:read"}`
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 	})}
-	p, err := New(Options{Config: config.Slack{Enabled: true, BotToken: botToken, APIURL: "http://127.0.0.1:1/api/"}, HTTPClient: hc})
+	p, err := New(Options{Config: Config{Enabled: true, BotToken: botToken, APIURL: "http://127.0.0.1:1/api/"}, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestSendMissingScope(t *testing.T) {
 // A draft dropped straight into outbound/ is checked again: nothing it
 // holds that Slack cannot take reaches Slack.
 func TestSendRefusesBadDrafts(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	cases := map[string]func(d *schema.Draft){
 		"no recipient":       func(d *schema.Draft) { d.To = nil },
 		"a name, not an id":  func(d *schema.Draft) { d.To = schema.Recipients{"#general"} },
@@ -454,7 +454,7 @@ func TestSplit(t *testing.T) {
 
 // A long draft is several posts in order, in the same thread.
 func TestSendLongText(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	root := "1690000000.000100"
 	r.fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: ann, Text: "report?", Timestamp: root}})
 	var paras []string
@@ -495,7 +495,7 @@ func TestSendLongText(t *testing.T) {
 // the steps done come back to the engine in a PartialError, and the next
 // attempt, which carries them in Accepted, does only the rest.
 func TestSendResumesAfterPartialFailure(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	d := draft(general, strings.Repeat("lorem ipsum ", 500)+"\n") // two posts
 	d.Artifacts = []schema.DraftArtifact{{ID: r.put(t, []byte("a,b\n")), Name: "t.csv"}}
 	r.failNth("chat.postMessage", 2, slackfake.Failure{Status: 500})
@@ -540,7 +540,7 @@ func TestSendResumesAfterPartialFailure(t *testing.T) {
 // The commit gate: nothing shows in Slack before the Sender is let past
 // it, and a send that is never let past posts nothing.
 func TestSendWaitsAtGate(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	d := draft(general, "hi\n")
 	d.Artifacts = []schema.DraftArtifact{{ID: r.put(t, []byte("x")), Name: "x.txt"}}
 	cctx, cancel := context.WithCancel(ctx)
@@ -638,7 +638,7 @@ func TestEngineDeliversToSlack(t *testing.T) {
 // A dropzone object damaged on disk (its bytes are not its id) is never
 // shared, and nothing of the draft is posted.
 func TestSendDamagedArtifact(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	id := r.put(t, []byte("the numbers, as computed\n"))
 	path, err := r.dz.Abs(id)
 	if err != nil {
@@ -666,7 +666,7 @@ func TestSendDamagedArtifact(t *testing.T) {
 func newMailboxRig(t *testing.T) (*mailbox.Mailbox, *rig) {
 	t.Helper()
 	w := wstest.Mailbox(t)
-	return w.MB, newRigIn(t, config.Limits{}, w.DZ)
+	return w.MB, newRigIn(t, confkit.Limits{}, w.DZ)
 }
 
 func startEngine(t *testing.T, mb *mailbox.Mailbox, r *rig, obs outbound.Observer) {
@@ -742,7 +742,7 @@ func BenchmarkSend(b *testing.B) {
 	fake.AddConversation(ch)
 	root := "1690000000.000100"
 	fake.AddMessage(general, slackapi.Message{Msg: slackapi.Msg{Type: "message", User: ann, Text: "status?", Timestamp: root}})
-	p, err := New(Options{Config: config.Slack{Enabled: true, Mode: "events", BotToken: botToken, APIURL: fake.APIURL()}})
+	p, err := New(Options{Config: Config{Enabled: true, Mode: "events", BotToken: botToken, APIURL: fake.APIURL()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func FuzzSplit(f *testing.F) {
 // first part, whatever Send would have returned) repeats no part already
 // posted, since the next attempt finds them in Accepted.
 func TestSendRecordsEachStep(t *testing.T) {
-	r := newRig(t, config.Limits{})
+	r := newRig(t, confkit.Limits{})
 	var paras []string
 	for i := range 12 {
 		paras = append(paras, fmt.Sprintf("Section %d. ", i)+strings.Repeat("lorem ipsum ", 80))

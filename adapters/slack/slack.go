@@ -35,16 +35,16 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
 // Options configure the provider. The zero value is a disabled provider.
 type Options struct {
 	// Config is the slack section of the config (courier.adapters.slack).
-	Config config.Slack
+	Config Config
 	// Limits bound what is received and sent.
-	Limits config.Limits
+	Limits confkit.Limits
 	// Dropzone stores the files of messages; nil for a provider that only
 	// resolves drafts.
 	Dropzone *dropzone.Store
@@ -64,8 +64,8 @@ var ids = regexp.MustCompile(`^[CDGUW][A-Z0-9]{6,}$`)
 
 // Adapter is what the provider's parts share.
 type Adapter struct {
-	cfg    config.Slack
-	limits config.Limits
+	cfg    Config
+	limits confkit.Limits
 	apiURL string
 	api    *slackapi.Client // the bot token's client
 	http   *http.Client
@@ -99,7 +99,7 @@ func New(o Options) (*adapters.Provider, error) {
 	}
 	a := newAdapter(o)
 	p.Health = &a.health
-	p.Secrets = []config.Secret{o.Config.BotToken, o.Config.AppToken, o.Config.SigningSecret}
+	p.Secrets = []confkit.Secret{o.Config.BotToken, o.Config.AppToken, o.Config.SigningSecret}
 	p.Checks = a.checks()
 	a.inbound(p)
 	a.outbound(p)

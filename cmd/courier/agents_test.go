@@ -31,6 +31,7 @@ import (
 
 	"github.com/monoco/courier/internal/agentapi"
 	"github.com/monoco/courier/internal/agents"
+	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -67,7 +68,7 @@ func serveAgents(t testing.TB, ws string) {
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}
-	set, err := a.buildProviders(cfg, providerEnv{})
+	set, err := a.providerTable().Build(cfg, providers.Env{})
 	if err != nil {
 		t.Fatalf("serveAgents: %v", err)
 	}

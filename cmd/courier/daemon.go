@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/monoco/courier/adapters/email"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/daemon"
 	"github.com/monoco/courier/internal/fault"
@@ -194,7 +195,7 @@ func (a *app) printStarted(cfg *config.Config, st *daemon.Started) {
 	fmt.Fprintf(w, "courier started (pid %d)\n", st.PID)
 	fmt.Fprintf(w, "  http     http://%s (/health, /metrics)\n", cfg.Courier.HTTP.Listen)
 	fmt.Fprintf(w, "  socket   %s\n", cfg.SocketPath(a.root))
-	if e := cfg.Courier.Adapters.Email; e.Enabled {
+	if e := email.ConfigOf(cfg); e != nil && e.Enabled {
 		if e.Receiver.SMTP != "" {
 			fmt.Fprintf(w, "  smtp     %s (receiver)\n", e.Receiver.SMTP)
 		}

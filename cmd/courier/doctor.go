@@ -138,7 +138,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 // runs every provider's checks (a listener the running service, pid,
 // holds is its).
 func (a *app) doctorAdapters(ctx context.Context, cfg *config.Config, live bool, pid int, report func(string, error, string)) {
-	set, err := a.buildProviders(cfg, providerEnv{log: a.logger()})
+	set, err := a.providerTable().Build(cfg, providers.Env{Log: a.logger()})
 	if err != nil {
 		report("adapters", err, "")
 		return
@@ -236,7 +236,7 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 // rather than naming its file or an environment variable (the rule serve
 // refuses to start by, see checkSecretModes).
 func hasInlineSecret(cfg *config.Config) bool {
-	keys, err := config.InlineSecrets(cfg.Path)
+	keys, err := cfg.InlineSecrets()
 	return err == nil && len(keys) > 0
 }
 

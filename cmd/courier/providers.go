@@ -3,76 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/adapters/email"
-	"github.com/monoco/courier/adapters/lark"
-	"github.com/monoco/courier/adapters/slack"
-	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
-	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/providers"
-	"github.com/monoco/courier/schema"
+	"github.com/monoco/courier/internal/providers/all"
 )
 
-// providerEnv is what every provider is built with besides its config.
-type providerEnv struct {
-	log      *slog.Logger
-	dropzone *dropzone.Store // nil for commands that only resolve drafts
-	progress io.Writer       // backfill progress on a terminal; nil is silent
-}
-
-// providerRow is one provider Courier can run: its name and its
-// constructor, given the whole config and the environment.
-type providerRow struct {
-	name schema.Provider
-	new  func(cfg *config.Config, env providerEnv) (*adapters.Provider, error)
-}
-
-// providerTable is the one place a provider is wired: an explicit table, as
-// matterbridge's router takes its bridge map, with no registry filled by
-// init(). A new provider is one row here and its section in the config.
-var providerTable = []providerRow{
-	{schema.Email, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return email.New(email.Options{Config: cfg.Courier.Adapters.Email, Limits: cfg.Courier.Limits,
-			Dropzone: env.dropzone, Logger: env.log, Progress: env.progress})
-	}},
-	{schema.Lark, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return lark.New(lark.Options{Config: cfg.Courier.Adapters.Lark, Limits: cfg.Courier.Limits, Dropzone: env.dropzone, Logger: env.log})
-	}},
-	{schema.Slack, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return slack.New(slack.Options{Config: cfg.Courier.Adapters.Slack, Limits: cfg.Courier.Limits, Dropzone: env.dropzone, Logger: env.log})
-	}},
-}
-
-// buildProviders builds every provider of the app's table. A provider that
-// is not enabled still resolves drafts (they stay queued for it) and runs
-// nothing.
-func (a *app) buildProviders(cfg *config.Config, env providerEnv) (providers.Set, error) {
-	if env.log == nil {
-		env.log = slog.New(slog.DiscardHandler)
+// providerTable is the provider table the app reads its config and
+// builds its providers with: Courier's (internal/providers/all) unless a
+// test gave another.
+func (a *app) providerTable() providers.Table {
+	if a.providers == nil {
+		return all.Table
 	}
-	var set providers.Set
-	for _, row := range providerTable {
-		p, err := row.new(cfg, env)
-		if err != nil {
-			return nil, err
-		}
-		if p.Name != row.name {
-			return nil, fmt.Errorf("provider table: the row for %s built a provider named %s", row.name, p.Name)
-		}
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-		set = append(set, p)
-	}
-	return set, nil
+	return a.providers
 }
 
 func (a *app) fetchCommand() *cobra.Command {
@@ -94,11 +43,11 @@ func (a *app) fetchCommand() *cobra.Command {
 				return err
 			}
 			defer lock.Release()
-			env := providerEnv{log: a.logger(), dropzone: dz}
+			env := providers.Env{Log: a.logger(), Dropzone: dz}
 			if isTerminal(a.stderr) {
-				env.progress = a.stderr
+				env.Progress = a.stderr
 			}
-			set, err := a.buildProviders(cfg, env)
+			set, err := a.providerTable().Build(cfg, env)
 			if err != nil {
 				return fault.Wrap(fault.Config, err)
 			}

@@ -9,28 +9,24 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/adapterstest"
+	"github.com/monoco/courier/adapters/email"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/providers"
+	"github.com/monoco/courier/internal/providers/all"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
-
-// withProviders replaces the provider table for one test.
-func withProviders(t *testing.T, rows ...providerRow) {
-	t.Helper()
-	old := providerTable
-	providerTable = append(append([]providerRow(nil), old...), rows...)
-	t.Cleanup(func() { providerTable = old })
-}
 
 // TestSeamTemplateProvider plugs the template provider (adapters/
 // adapterstest) into the service as a new provider is plugged in: one row
@@ -41,9 +37,9 @@ func withProviders(t *testing.T, rows ...providerRow) {
 func TestSeamTemplateProvider(t *testing.T) {
 	chat := adapterstest.NewChat()
 	const secret = "example-signing-secret"
-	withProviders(t, providerRow{schema.Discord, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
+	a := &app{providers: append(slices.Clip(all.Table), providers.Row{Name: schema.Discord, New: func(cfg *config.Config, env providers.Env) (*adapters.Provider, error) {
 		return adapterstest.New(adapterstest.Options{Chat: chat, Bot: "bot", SigningSecret: secret})
-	}})
+	}})}
 	ws := newWorkspace(t)
 	mb, err := mailbox.Open(ws, nil)
 	if err != nil {
@@ -54,11 +50,11 @@ func TestSeamTemplateProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Courier.Adapters.Email.Enabled = false
+	cfg := config.Default(a.providerTable().Adapters())
+	email.ConfigOf(cfg).Enabled = false
 	cfg.Courier.Debounce.WindowMS = 1 // the template's messages debounce not; keep groups short anyway
-	a := &app{root: ws}
-	set, err := a.buildProviders(cfg, providerEnv{dropzone: dz})
+	a.root = ws
+	set, err := a.providerTable().Build(cfg, providers.Env{Dropzone: dz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,40 +160,5 @@ func TestSeamTemplateProvider(t *testing.T) {
 	}
 	if h, ok := rep.Adapters["discord"]; !ok || h.Status != adapters.StatusConnected || h.LastEvent == nil {
 		t.Fatalf("/health adapters: %+v", rep.Adapters)
-	}
-}
-
-// TestProviderTable checks the table's contract: every row builds a
-// provider of its own name with a Resolver, whatever the config enables,
-// and a row that builds another name is refused.
-func TestProviderTable(t *testing.T) {
-	a := &app{}
-	set, err := a.buildProviders(config.Default(), providerEnv{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(set) != len(providerTable) {
-		t.Fatalf("%d providers built from %d rows", len(set), len(providerTable))
-	}
-	for _, tc := range []struct {
-		to   []string
-		want schema.Provider
-	}{
-		{[]string{"ann@example.com"}, schema.Email},
-		{[]string{"oc_a1b2", "ou_c3"}, schema.Lark},
-		{[]string{"C0123ABCD"}, schema.Slack},
-		{[]string{"ann@example.com", "C0123ABCD"}, ""}, // mixed: the draft must say
-		{[]string{"general"}, ""},
-		{nil, ""},
-	} {
-		if got := set.Guess(tc.to); got != tc.want {
-			t.Errorf("guess(%v) = %q, want %q", tc.to, got, tc.want)
-		}
-	}
-	withProviders(t, providerRow{schema.Teams, func(cfg *config.Config, env providerEnv) (*adapters.Provider, error) {
-		return adapterstest.New(adapterstest.Options{Chat: adapterstest.NewChat()}) // names itself discord
-	}})
-	if _, err := a.buildProviders(config.Default(), providerEnv{}); err == nil || !strings.Contains(err.Error(), "teams") {
-		t.Fatalf("a row building another provider's name: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/daemon"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/providers"
@@ -35,6 +36,9 @@ type app struct {
 	// secrets makes loadConfig resolve secrets; only the commands that
 	// connect to providers (serve, fetch, doctor) set it.
 	secrets bool
+
+	// providers is the provider table; nil is Courier's (providerTable).
+	providers providers.Table
 
 	cfg  *config.Config
 	root string
@@ -105,7 +109,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 	var cfg *config.Config
 	switch {
 	case cfgPath != "":
-		cfg, err = config.Load(cfgPath, config.LoadOptions{Secrets: a.secrets})
+		cfg, err = config.Load(cfgPath, config.LoadOptions{Secrets: a.secrets, Adapters: a.providerTable().Adapters()})
 		if err != nil {
 			return nil, configError(err, cfgPath)
 		}
@@ -116,7 +120,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 		if rootDir == "" {
 			rootDir = findWorkspace(cwd)
 		}
-		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), config.LoadOptions{AllowMissing: true, Secrets: a.secrets})
+		cfg, err = config.Load(mailbox.Layout{Root: rootDir}.Config(), config.LoadOptions{AllowMissing: true, Secrets: a.secrets, Adapters: a.providerTable().Adapters()})
 		if err != nil {
 			return nil, configError(err, mailbox.Layout{Root: rootDir}.Config())
 		}
@@ -194,7 +198,7 @@ func (a *app) Dropzone() (*dropzone.Store, error) {
 // are stored there too, so its limit is the larger of the artifact and
 // message limits (attachments are held to the artifact limit as they are
 // parsed).
-func (a *app) dropzoneFor(l config.Limits) (*dropzone.Store, error) {
+func (a *app) dropzoneFor(l confkit.Limits) (*dropzone.Store, error) {
 	if a.dz != nil {
 		return a.dz, nil
 	}
@@ -286,7 +290,7 @@ func (a *app) Providers() (providers.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := a.buildProviders(cfg, providerEnv{})
+	set, err := a.providerTable().Build(cfg, providers.Env{})
 	return set, fault.Wrap(fault.Config, err)
 }
 

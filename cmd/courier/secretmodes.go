@@ -20,7 +20,7 @@ func checkSecretModes(cfg *config.Config) error {
 	var bad []string
 	if cfg.Path != "" {
 		if fi, err := os.Stat(cfg.Path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			if keys, err := config.InlineSecrets(cfg.Path); err == nil && len(keys) > 0 {
+			if keys, err := cfg.InlineSecrets(); err == nil && len(keys) > 0 {
 				bad = append(bad, fmt.Sprintf("%s holds secrets (%s) and every user can read it: run `chmod o-rwx %s` (or move them to *_file or ${NAME})",
 					cfg.Path, strings.Join(keys, ", "), cfg.Path))
 			}

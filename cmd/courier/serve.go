@@ -124,11 +124,11 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if n, err := dz.RecoverTemp(time.Hour); err == nil && n > 0 {
 		log.Info("removed temporary dropzone files left by an interrupted write", "files", n)
 	}
-	env := providerEnv{log: log, dropzone: dz}
+	env := providers.Env{Log: log, Dropzone: dz}
 	if isTerminal(a.stderr) {
-		env.progress = a.stderr
+		env.Progress = a.stderr
 	}
-	set, err := a.buildProviders(cfg, env)
+	set, err := a.providerTable().Build(cfg, env)
 	if err != nil {
 		return fault.Wrap(fault.Config, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/internal/agentapi"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/mailbox"
@@ -40,7 +40,7 @@ func flagsOf(req *agentapi.SendRequest) Flags {
 // parseDraft reads a draft as send takes it: the file data (nil in quick
 // mode, which text alone makes), named name in errors, with text as its
 // content if it has none.
-func parseDraft(name string, data []byte, text string, limits config.Limits) (*schema.Draft, *schema.Source, error) {
+func parseDraft(name string, data []byte, text string, limits confkit.Limits) (*schema.Draft, *schema.Source, error) {
 	if data == nil {
 		if int64(len(text)) > limits.MaxDraftBytes {
 			return nil, nil, fault.Errorf(fault.Invalid, "--text is %d bytes, over the limit of %d (courier.limits.max_draft_bytes)", len(text), limits.MaxDraftBytes)

@@ -11,9 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monoco/courier/adapters/email"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/providers/all"
 	"github.com/monoco/courier/schema"
 )
+
+// adapters are the providers' sections as Courier reads them: the tests
+// that hold a provider's section read it through the real table.
+var adapters = all.Table.Adapters()
 
 const full = `courier:
   root: .
@@ -48,11 +54,11 @@ func TestParseFull(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "smtp.secret"), []byte("s3cret-smtp\n"), 0o600)
 	t.Setenv("IMAP_PORT", "1993")
 	t.Setenv("IMAP_PASSWORD", "pa$$word-with-$dollar")
-	c, err := config.Parse([]byte(full), dir)
+	c, err := config.Parse([]byte(full), dir, adapters)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := c.Account("work")
+	a, ok := email.ConfigOf(c).Account("work")
 	if !ok {
 		t.Fatal("no account work")
 	}
@@ -81,13 +87,13 @@ func TestSecretsNeverPrint(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "smtp.secret"), []byte("s3cret-smtp\n"), 0o600)
 	t.Setenv("IMAP_PORT", "993")
 	t.Setenv("IMAP_PASSWORD", "hunter2-imap")
-	c, err := config.Parse([]byte(full), dir)
+	c, err := config.Parse([]byte(full), dir, adapters)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	a, _ := c.Account("work")
+	a, _ := email.ConfigOf(c).Account("work")
 	log.Info("account", "imap", a.IMAP, "smtp", *a.SMTP, "password", a.IMAP.Password)
 	text := buf.String() + fmt.Sprintf("%v %+v %#v %s", c, *a.IMAP, *a.SMTP, a.SMTP.Password)
 	for _, secret := range []string{"hunter2-imap", "s3cret-smtp"} {
@@ -100,38 +106,6 @@ func TestSecretsNeverPrint(t *testing.T) {
 	}
 }
 
-func TestUpstreamFlatKeys(t *testing.T) {
-	t.Setenv("EMAIL_PASSWORD", "pw")
-	c, err := config.Parse([]byte(`courier:
-  adapters:
-    email:
-      enabled: true
-      imap_server: imap.gmail.com
-      imap_port: 993
-      smtp_server: smtp.gmail.com
-      smtp_port: 587
-      username: bot@gmail.com
-      password: ${EMAIL_PASSWORD}
-      poll_interval: 60
-`), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, ok := c.Account("default")
-	if !ok {
-		t.Fatal("flat keys did not make an account")
-	}
-	if a.IMAP.Host != "imap.gmail.com" || a.IMAP.TLS != "implicit" || a.IMAP.Mode != "poll" || a.IMAP.PollInterval.D() != time.Minute {
-		t.Errorf("imap = %+v", a.IMAP)
-	}
-	if a.SMTP.Host != "smtp.gmail.com" || a.SMTP.TLS != "starttls" || a.SMTP.Password.Reveal() != "pw" {
-		t.Errorf("smtp = %+v", a.SMTP)
-	}
-	if len(a.Addresses) != 1 || a.Addresses[0] != "bot@gmail.com" {
-		t.Errorf("addresses = %v, want the login", a.Addresses)
-	}
-}
-
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml string
@@ -140,6 +114,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"unknown key", "courier:\n  http: {listen: 127.0.0.1:1}\n  debounse: {window_ms: 1}\n", 3, "courier.debounse", `did you mean "debounce"`},
 		{"unknown nested key", "courier:\n  adapters:\n    slack:\n      bot_tokn: x\n", 4, "courier.adapters.slack.bot_tokn", "unknown field"},
+		{"unknown provider", "courier:\n  adapters:\n    emial:\n      enabled: true\n", 3, "courier.adapters.emial", `unknown field "emial" (did you mean "email"?)`},
 		{"unset env", "courier:\n  adapters:\n    lark:\n      app_secret: ${NOPE_NOT_SET}\n", 4, "courier.adapters.lark.app_secret", "NOPE_NOT_SET is not set"},
 		{"bad duration", "courier:\n  outbound:\n    backoff_base: soon\n", 3, "courier.outbound.backoff_base", "not a duration"},
 		{"bad port type", "courier:\n  adapters:\n    email:\n      accounts:\n        - name: a\n          smtp: {host: h, port: twenty}\n", 6, "courier.adapters.email.accounts[0].smtp.port", "want an integer"},
@@ -154,7 +129,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+			_, err := config.Parse([]byte(tc.yaml), t.TempDir(), adapters)
 			var errs schema.Errors
 			if !errors.As(err, &errs) {
 				t.Fatalf("err = %v (%T)", err, err)
@@ -171,8 +146,8 @@ func TestErrors(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	c, err := config.Load(filepath.Join(dir, "missing.yaml"), config.LoadOptions{AllowMissing: true})
-	if err != nil || c.Courier.Adapters.Email.Receiver.SMTP != "127.0.0.1:2525" {
+	c, err := config.Load(filepath.Join(dir, "missing.yaml"), config.LoadOptions{AllowMissing: true, Adapters: adapters})
+	if err != nil || email.ConfigOf(c).Receiver.SMTP != "127.0.0.1:2525" {
 		t.Errorf("missing default config: %+v, %v", c, err)
 	}
 	if _, err := config.Load(filepath.Join(dir, "missing.yaml"), config.LoadOptions{}); err == nil {
@@ -181,12 +156,12 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(dir, ".monoco", "config", "courier.yaml")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte("courier:\n  bogus: 1\n"), 0o644)
-	_, err = config.Load(p, config.LoadOptions{AllowMissing: true})
+	_, err = config.Load(p, config.LoadOptions{AllowMissing: true, Adapters: adapters})
 	if err == nil || !strings.HasPrefix(err.Error(), p+":2: courier.bogus: unknown field") {
 		t.Errorf("err = %v, want it to start with %s:2: courier.bogus", err, p)
 	}
 	os.WriteFile(p, []byte("courier:\n  root: .\n"), 0o644)
-	c, err = config.Load(p, config.LoadOptions{AllowMissing: true})
+	c, err = config.Load(p, config.LoadOptions{AllowMissing: true, Adapters: adapters})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +171,7 @@ func TestLoad(t *testing.T) {
 	// attach_roots: a relative folder starts from the same place as root
 	// (the workspace this file is in), not from the current folder.
 	os.WriteFile(p, []byte("courier:\n  outbound:\n    attach_roots: [../shared, /srv/reports/]\n"), 0o644)
-	if c, err = config.Load(p, config.LoadOptions{}); err != nil {
+	if c, err = config.Load(p, config.LoadOptions{Adapters: adapters}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{filepath.Join(filepath.Dir(dir), "shared"), "/srv/reports"}
@@ -232,14 +207,14 @@ func TestLoadWithoutSecrets(t *testing.T) {
       app_token: ${NOPE}
 `), 0o644)
 	t.Setenv("COURIER_TEST_ROOT", "/srv/ws")
-	c, err := config.Load(p, config.LoadOptions{})
+	c, err := config.Load(p, config.LoadOptions{Adapters: adapters})
 	if err != nil {
 		t.Fatalf("loading without secrets: %v", err)
 	}
 	if c.Courier.Root != "/srv/ws" {
 		t.Errorf("root = %q: non-secret ${ENV} must still expand", c.Courier.Root)
 	}
-	if _, err := config.Load(p, config.LoadOptions{Secrets: true}); err == nil {
+	if _, err := config.Load(p, config.LoadOptions{Secrets: true, Adapters: adapters}); err == nil {
 		t.Error("loading with secrets must fail on the unset variables and unreadable files")
 	}
 }
@@ -255,7 +230,7 @@ func TestDebounceOff(t *testing.T) {
 		{"courier:\n  root: .\n", 5000},
 		{"courier:\n  debounce: {window_ms: 250}\n", 250},
 	} {
-		c, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		c, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}

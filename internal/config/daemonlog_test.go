@@ -23,7 +23,7 @@ func TestDaemonLogAndSystemd(t *testing.T) {
 		{"courier:\n  log: {file: logs/c.log, max_size_mb: 1, max_files: 2}\n", "/srv/ws/logs/c.log", 1, 2, "", false},
 		{"courier:\n  log: {file: /var/log/courier/courier.log}\n  systemd: {unit: courier@work.service, user: true}\n", "/var/log/courier/courier.log", 10, 5, "courier@work.service", true},
 	} {
-		cfg, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		cfg, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}
@@ -32,7 +32,7 @@ func TestDaemonLogAndSystemd(t *testing.T) {
 			t.Errorf("%q: LogPath %q, log %+v, systemd %+v", tc.yaml, got, l, s)
 		}
 	}
-	if got := config.Default().LogPath("/srv/ws"); got != "/srv/ws/.monoco/logs/courier.log" {
+	if got := config.Default(nil).LogPath("/srv/ws"); got != "/srv/ws/.monoco/logs/courier.log" {
 		t.Errorf("embedded default: %q", got)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -44,7 +44,7 @@ func TestDaemonLogAndSystemd(t *testing.T) {
 		{"courier:\n  systemd: {unit: --user}\n", `courier.systemd.unit: "--user" is not a unit name`},
 		{"courier:\n  systemd: {unit: courier.service, scope: user}\n", "scope"},
 	} {
-		_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		_, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}

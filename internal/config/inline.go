@@ -10,12 +10,14 @@ import (
 	"github.com/monoco/courier/schema"
 )
 
-// InlineSecrets returns the keys of the secrets written into the config
-// file at path itself: a secret key with a value that is not made only of
-// ${NAME} references. A *_file form names a file and ${NAME} an
-// environment variable; neither puts the secret in the config, which
-// agents read too (their commands load it, without secrets).
-func InlineSecrets(path string) ([]string, error) {
+// InlineSecrets returns the keys of the secrets written into c's file
+// itself (c.Path, read again as written): a secret key, the providers'
+// included, with a value that is not made only of ${NAME} references. A
+// *_file form names a file and ${NAME} an environment variable; neither
+// puts the secret in the config, which agents read too (their commands
+// load it, without secrets).
+func (c *Config) InlineSecrets() ([]string, error) {
+	path := c.Path
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -24,6 +26,7 @@ func InlineSecrets(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %s: %w", path, err)
 	}
+	keys := secretKeys(c.Courier.Adapters.table)
 	var out []string
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -37,7 +40,7 @@ func InlineSecrets(path string) ([]string, error) {
 				walk(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 		case yaml.ScalarNode:
-			if !strings.HasSuffix(path, "_file") && secretKey(path) && literal(n.Value) {
+			if !strings.HasSuffix(path, "_file") && keys.has(path) && literal(n.Value) {
 				out = append(out, path)
 			}
 		}

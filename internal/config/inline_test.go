@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -23,12 +24,23 @@ func TestInlineSecrets(t *testing.T) {
       bot_token: xoxb-${TEAM}-123
       app_token: ""
 `)
-	got, err := config.InlineSecrets(p)
+	c, err := config.Load(p, config.LoadOptions{Adapters: adapters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.InlineSecrets()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"courier.adapters.email.accounts[0].imap.password", "courier.adapters.slack.bot_token"}
 	if !slices.Equal(got, want) {
 		t.Errorf("InlineSecrets = %v, want %v (a ${NAME} alone, a *_file and an empty value are not inline)", got, want)
+	}
+}
+
+func writePlain(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,14 +12,14 @@ import (
 // The text bound and the normalising concurrency: defaults, and bad values
 // refused with the key, the line and what is wrong.
 func TestTextLimits(t *testing.T) {
-	c, err := config.Parse([]byte("courier:\n  http: {listen: 127.0.0.1:1}\n"), t.TempDir())
+	c, err := config.Parse([]byte("courier:\n  http: {listen: 127.0.0.1:1}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l := c.Courier.Limits; l.MaxTextBytes != 4<<20 || l.NormalizeConcurrency != 0 {
 		t.Errorf("defaults: max_text_bytes %d, normalize_concurrency %d; want 4194304, 0 (one a CPU)", l.MaxTextBytes, l.NormalizeConcurrency)
 	}
-	c, err = config.Parse([]byte("courier:\n  limits: {max_text_bytes: 65536, normalize_concurrency: 3}\n"), t.TempDir())
+	c, err = config.Parse([]byte("courier:\n  limits: {max_text_bytes: 65536, normalize_concurrency: 3}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestTextLimits(t *testing.T) {
 		{"courier:\n  limits:\n    max_text_bytes: -1\n", "courier.limits.max_text_bytes", "is not between"},
 		{"courier:\n  limits:\n    normalize_concurrency: -2\n", "courier.limits.normalize_concurrency", "must not be negative"},
 	} {
-		_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		_, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		var errs schema.Errors
 		if !errors.As(err, &errs) {
 			t.Fatalf("%q: err = %v", tc.yaml, err)

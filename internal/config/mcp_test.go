@@ -12,7 +12,7 @@ import (
 // turns it off; a bound that cannot be one, or a token path with ~, is
 // refused at its line.
 func TestMCPConfig(t *testing.T) {
-	cfg, err := config.Parse([]byte("courier: {}\n"), t.TempDir())
+	cfg, err := config.Parse([]byte("courier: {}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestMCPConfig(t *testing.T) {
 	if !m.Enabled() || m.MaxSessions != 32 || m.SessionTimeout.D() != 30*time.Minute || m.MaxRequestBytes != 8<<20 || m.TokenFile != "" {
 		t.Errorf("defaults: %+v", m)
 	}
-	cfg, err = config.Parse([]byte("courier:\n  mcp: {http: false, token_file: /run/credentials/courier/mcp, max_sessions: 4}\n"), t.TempDir())
+	cfg, err = config.Parse([]byte("courier:\n  mcp: {http: false, token_file: /run/credentials/courier/mcp, max_sessions: 4}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestMCPConfig(t *testing.T) {
 		{"courier:\n  mcp:\n    token_file: ~/mcp-token\n", `3: courier.mcp.token_file: "~/mcp-token": ~ is not expanded`},
 		{"courier:\n  mcp: {tokens: x}\n", "tokens"},
 	} {
-		_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		_, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
@@ -30,12 +31,12 @@ type Hook struct {
 	Shell bool              `yaml:"shell"` // run exec's one string under /bin/sh -c
 	Env   map[string]string `yaml:"env"`   // added to the hook's clean environment
 
-	URL        string `yaml:"url"` // http or https; a signed POST
-	Secret     Secret `yaml:"secret"`
-	SecretFile string `yaml:"secret_file"`
+	URL        string         `yaml:"url"` // http or https; a signed POST
+	Secret     confkit.Secret `yaml:"secret"`
+	SecretFile string         `yaml:"secret_file"`
 
-	Timeout Duration `yaml:"timeout"` // one call (default 30 s)
-	Backoff Duration `yaml:"backoff"` // the first wait before a failed call runs again, doubling to 10 min (default 1 s)
+	Timeout confkit.Duration `yaml:"timeout"` // one call (default 30 s)
+	Backoff confkit.Duration `yaml:"backoff"` // the first wait before a failed call runs again, doubling to 10 min (default 1 s)
 
 	Providers        []string `yaml:"providers"`
 	Direction        string   `yaml:"direction"`         // inbound | outbound: narrows on
@@ -43,9 +44,9 @@ type Hook struct {
 	PersonalEligible *bool    `yaml:"personal_eligible"` // metadata.extra.personal_eligible must be this
 	Correlation      string   `yaml:"correlation"`       // a glob; "*": has one
 
-	Digest    Duration `yaml:"digest"`     // a burst's window: one call with a list
-	MaxDigest int      `yaml:"max_digest"` // events in one digest call (default 100)
-	Rate      Rate     `yaml:"rate"`       // "10/m": calls per second, minute or hour
+	Digest    confkit.Duration `yaml:"digest"`     // a burst's window: one call with a list
+	MaxDigest int              `yaml:"max_digest"` // events in one digest call (default 100)
+	Rate      Rate             `yaml:"rate"`       // "10/m": calls per second, minute or hour
 
 	MaxQueue    int `yaml:"max_queue"`   // events queued at most (default 10,000)
 	Concurrency int `yaml:"concurrency"` // calls at once (default 4)
@@ -115,88 +116,101 @@ func defaultHookName(h *Hook) string {
 
 var hookName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
-// notify checks courier.notify. Without secrets a url hook's secret is not
-// looked for (the commands agents run do not read it).
-func (k *checker) notify(hooks []Hook, secrets bool) {
+// checkNotify checks courier.notify: each hook, and that no two have one
+// name. Without secrets a url hook's secret is not looked for (the
+// commands agents run do not read it).
+func checkNotify(k *confkit.Checker, hooks []Hook) {
 	names := map[string]bool{}
 	for i := range hooks {
 		h := &hooks[i]
-		p := fmt.Sprintf("courier.notify[%d]", i)
+		hk := k.At(fmt.Sprintf("courier.notify[%d]", i))
 		if h.Name == "" {
 			h.Name = defaultHookName(h)
 		}
 		switch {
 		case !hookName.MatchString(h.Name):
-			k.bad(p+".name", "%q: a hook's name is letters, digits, - _ . (its queue is kept under it)", h.Name)
+			hk.Bad("name", "%q: a hook's name is letters, digits, - _ . (its queue is kept under it)", h.Name)
 		case names[h.Name]:
-			k.bad(p+".name", "%q names two hooks", h.Name)
+			hk.Bad("name", "%q names two hooks", h.Name)
 		}
 		names[h.Name] = true
-		for _, on := range h.On {
-			if on != "inbound" && on != "delivered" && on != "dead" {
-				k.bad(p+".on", "%q is not one of inbound, delivered, dead", on)
-			}
+		h.check(hk)
+	}
+}
+
+// check checks one hook, k at it: what it runs for, what it calls, what
+// it narrows on, and its bounds.
+func (h *Hook) check(k *confkit.Checker) {
+	for _, on := range h.On {
+		if on != "inbound" && on != "delivered" && on != "dead" {
+			k.Bad("on", "%q is not one of inbound, delivered, dead", on)
 		}
-		switch h.Direction {
-		case "", "inbound", "outbound":
-			if h.Direction != "" && len(h.On) > 0 && len(h.Events()) == 0 {
-				k.bad(p+".direction", "%s leaves none of on: %v", h.Direction, h.On)
-			}
-		default:
-			k.bad(p+".direction", "%q is not one of inbound, outbound", h.Direction)
+	}
+	switch h.Direction {
+	case "", "inbound", "outbound":
+		if h.Direction != "" && len(h.On) > 0 && len(h.Events()) == 0 {
+			k.Bad("direction", "%s leaves none of on: %v", h.Direction, h.On)
 		}
+	default:
+		k.Bad("direction", "%q is not one of inbound, outbound", h.Direction)
+	}
+	h.checkTarget(k)
+	for _, pr := range h.Providers {
+		if !schema.Provider(pr).Valid() {
+			k.Bad("providers", "%q is not a provider (email, lark, slack, ...)", pr)
+		}
+	}
+	if h.Correlation != "" {
+		if _, err := path.Match(h.Correlation, ""); err != nil {
+			k.Bad("correlation", "%q is not a glob: %v", h.Correlation, err)
+		}
+	}
+	if h.Timeout < 0 || h.Digest < 0 || h.Backoff < 0 {
+		k.Bad("", "timeout, backoff and digest must not be negative")
+	}
+	if h.MaxDigest < 0 || h.MaxQueue < 0 || h.Concurrency < 0 || h.MaxOutput < 0 {
+		k.Bad("", "max_digest, max_queue, concurrency and max_output must not be negative (0: the default)")
+	}
+	if h.Concurrency > 64 {
+		k.Bad("concurrency", "%d: at most 64 calls at once", h.Concurrency)
+	}
+	if h.MaxOutput > 1<<20 {
+		k.Bad("max_output", "%d: at most 1 MiB of a hook's output goes to the log", h.MaxOutput)
+	}
+}
+
+// checkTarget checks what the hook calls: a command (exec, and its env)
+// or a URL (and the secret it signs with), one of the two.
+func (h *Hook) checkTarget(k *confkit.Checker) {
+	switch {
+	case len(h.Exec.Argv) > 0 && h.URL != "":
+		k.Bad("", "a hook has exec or url, not both")
+	case len(h.Exec.Argv) == 0 && h.URL == "":
+		k.Bad("", "a hook needs exec (a command) or url")
+	case len(h.Exec.Argv) > 0:
 		switch {
-		case len(h.Exec.Argv) > 0 && h.URL != "":
-			k.bad(p, "a hook has exec or url, not both")
-		case len(h.Exec.Argv) == 0 && h.URL == "":
-			k.bad(p, "a hook needs exec (a command) or url")
-		case len(h.Exec.Argv) > 0:
-			switch {
-			case h.Shell && len(h.Exec.Argv) != 1:
-				k.bad(p+".exec", "with shell: true, exec is one string (the script for /bin/sh -c)")
-			case !h.Shell && h.Exec.String:
-				k.bad(p+".exec", "%q is one string: write the argv as a list ([/path/to/cmd, arg]), or set shell: true to run it with /bin/sh -c", h.Exec.Argv[0])
-			case strings.TrimSpace(h.Exec.Argv[0]) == "":
-				k.bad(p+".exec", "the command is empty")
-			}
-			for name := range h.Env {
-				if name == "" || strings.ContainsAny(name, "=\x00") {
-					k.bad(p+".env", "%q is not a variable name", name)
-				}
-			}
-		default:
-			u, err := url.Parse(h.URL)
-			switch {
-			case err != nil || u.Host == "":
-				k.bad(p+".url", "not an absolute http or https URL")
-			case u.Scheme != "http" && u.Scheme != "https":
-				k.bad(p+".url", "the scheme %q is not http or https", u.Scheme)
-			}
-			if secrets && h.Secret == "" {
-				k.bad(p+".secret", "a url hook needs a secret (or secret_file) to sign its requests with")
+		case h.Shell && len(h.Exec.Argv) != 1:
+			k.Bad("exec", "with shell: true, exec is one string (the script for /bin/sh -c)")
+		case !h.Shell && h.Exec.String:
+			k.Bad("exec", "%q is one string: write the argv as a list ([/path/to/cmd, arg]), or set shell: true to run it with /bin/sh -c", h.Exec.Argv[0])
+		case strings.TrimSpace(h.Exec.Argv[0]) == "":
+			k.Bad("exec", "the command is empty")
+		}
+		for name := range h.Env {
+			if name == "" || strings.ContainsAny(name, "=\x00") {
+				k.Bad("env", "%q is not a variable name", name)
 			}
 		}
-		for _, pr := range h.Providers {
-			if !schema.Provider(pr).Valid() {
-				k.bad(p+".providers", "%q is not a provider (email, lark, slack, ...)", pr)
-			}
+	default:
+		u, err := url.Parse(h.URL)
+		switch {
+		case err != nil || u.Host == "":
+			k.Bad("url", "not an absolute http or https URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			k.Bad("url", "the scheme %q is not http or https", u.Scheme)
 		}
-		if h.Correlation != "" {
-			if _, err := path.Match(h.Correlation, ""); err != nil {
-				k.bad(p+".correlation", "%q is not a glob: %v", h.Correlation, err)
-			}
-		}
-		if h.Timeout < 0 || h.Digest < 0 || h.Backoff < 0 {
-			k.bad(p, "timeout, backoff and digest must not be negative")
-		}
-		if h.MaxDigest < 0 || h.MaxQueue < 0 || h.Concurrency < 0 || h.MaxOutput < 0 {
-			k.bad(p, "max_digest, max_queue, concurrency and max_output must not be negative (0: the default)")
-		}
-		if h.Concurrency > 64 {
-			k.bad(p+".concurrency", "%d: at most 64 calls at once", h.Concurrency)
-		}
-		if h.MaxOutput > 1<<20 {
-			k.bad(p+".max_output", "%d: at most 1 MiB of a hook's output goes to the log", h.MaxOutput)
+		if k.Secrets() && h.Secret == "" {
+			k.Bad("secret", "a url hook needs a secret (or secret_file) to sign its requests with")
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestNotifyHooks(t *testing.T) {
       shell: true
       on: [inbound, dead]
       direction: outbound
-`), dir)
+`), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestNotifyErrors(t *testing.T) {
 		{`{name: a, exec: [x], shell: true}`, ""},
 		{`{name: a, exec: [x, y], shell: true}`, "with shell: true, exec is one string"},
 	} {
-		_, err := config.Parse([]byte("courier:\n  notify:\n    - "+tc.hook+"\n    - {name: b, url: \"https://u:pw@h/x\", secret: topsecret}\n"), t.TempDir())
+		_, err := config.Parse([]byte("courier:\n  notify:\n    - "+tc.hook+"\n    - {name: b, url: \"https://u:pw@h/x\", secret: topsecret}\n"), t.TempDir(), nil)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.hook, err)
@@ -87,25 +87,25 @@ func TestNotifyErrors(t *testing.T) {
 			t.Errorf("%s: the error shows a secret: %v", tc.hook, err)
 		}
 	}
-	_, err := config.Parse([]byte("courier:\n  notify:\n    - {name: a, exec: [x]}\n    - {name: a, exec: [y]}\n"), t.TempDir())
+	_, err := config.Parse([]byte("courier:\n  notify:\n    - {name: a, exec: [x]}\n    - {name: a, exec: [y]}\n"), t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), `"a" names two hooks`) {
 		t.Errorf("duplicate names: %v", err)
 	}
 	// DESIGN §8's example has no name: one is made from the command, the
 	// same whatever the hook's place in the list; the same command twice
 	// needs names.
-	c1, err := config.Parse([]byte("courier:\n  notify:\n    - {on: [inbound], exec: [/usr/local/bin/wake-agent], providers: [email, slack]}\n"), t.TempDir())
+	c1, err := config.Parse([]byte("courier:\n  notify:\n    - {on: [inbound], exec: [/usr/local/bin/wake-agent], providers: [email, slack]}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := config.Parse([]byte("courier:\n  notify:\n    - {name: x, url: \"https://h/\", secret: k}\n    - {exec: [/usr/local/bin/wake-agent]}\n"), t.TempDir())
+	c2, err := config.Parse([]byte("courier:\n  notify:\n    - {name: x, url: \"https://h/\", secret: k}\n    - {exec: [/usr/local/bin/wake-agent]}\n"), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n1, n2 := c1.Courier.Notify[0].Name, c2.Courier.Notify[1].Name; n1 == "" || n1 != n2 || !strings.HasPrefix(n1, "hook-") {
 		t.Errorf("default names %q, %q", n1, n2)
 	}
-	if _, err := config.Parse([]byte("courier:\n  notify:\n    - {exec: [x]}\n    - {exec: [x], on: [dead]}\n"), t.TempDir()); err == nil || !strings.Contains(err.Error(), "names two hooks") {
+	if _, err := config.Parse([]byte("courier:\n  notify:\n    - {exec: [x]}\n    - {exec: [x], on: [dead]}\n"), t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "names two hooks") {
 		t.Errorf("the same command twice without names: %v", err)
 	}
 }

@@ -1,20 +1,22 @@
-package config
+package config_test
 
 import (
-	"reflect"
 	"testing"
+
+	"github.com/monoco/courier/internal/config"
 )
 
 // secretKey, which empties secrets for the commands that run without them,
 // knows every secret Secrets finds and its *_file form, at any index, and
-// nothing else.
+// nothing else: the providers' secrets too, through the provider table.
 func TestSecretKey(t *testing.T) {
-	var c Config
-	fillShape(reflect.ValueOf(&c).Elem())
+	c := config.Default(adapters)
+	config.FillShape(c)
 	refs := c.Secrets()
 	if len(refs) < 9 {
 		t.Fatalf("fillShape left sections out: %d secrets", len(refs))
 	}
+	secretKey := config.SecretKey(adapters)
 	for _, r := range refs {
 		for _, p := range []string{r.Path, r.Path + "_file"} {
 			if !secretKey(p) {

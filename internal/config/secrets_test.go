@@ -7,28 +7,42 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/monoco/courier/adapters/email"
+	"github.com/monoco/courier/adapters/slack"
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 )
 
-var secretType = reflect.TypeFor[config.Secret]()
+var (
+	secretType   = reflect.TypeFor[confkit.Secret]()
+	adaptersType = reflect.TypeFor[config.Adapters]()
+)
 
-// fillSecrets walks v on its own, by the yaml tags of its types: it gives
-// every pointer a value and every list two items, and sets each Secret
-// field to "secret:<path>" and its *_file sibling to "file:<path>". It
-// returns the paths of the secrets it set.
-func fillSecrets(t *testing.T, v reflect.Value, path string) []string {
+// fillSecrets walks v, in c, on its own, by the yaml tags of its types: it
+// gives every pointer a value and every list two items, and sets each
+// Secret field to "secret:<path>" and its *_file sibling to "file:<path>".
+// courier.adapters is entered through c's sections, each at its
+// provider's name, in the table's order. It returns the paths of the
+// secrets it set.
+func fillSecrets(t *testing.T, c *config.Config, v reflect.Value, path string) []string {
 	t.Helper()
 	var paths []string
 	switch v.Kind() {
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		paths = fillSecrets(t, v.Elem(), path)
+		paths = fillSecrets(t, c, v.Elem(), path)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
 		for i := range 2 {
-			paths = append(paths, fillSecrets(t, v.Index(i), path+"["+string(rune('0'+i))+"]")...)
+			paths = append(paths, fillSecrets(t, c, v.Index(i), path+"["+string(rune('0'+i))+"]")...)
 		}
 	case reflect.Struct:
+		if v.Type() == adaptersType {
+			for _, a := range adapters {
+				paths = append(paths, fillSecrets(t, c, reflect.ValueOf(c.Section(a.Name)).Elem(), path+"."+string(a.Name))...)
+			}
+			return paths
+		}
 		ty := v.Type()
 		for i := range ty.NumField() {
 			f := ty.Field(i)
@@ -41,7 +55,7 @@ func fillSecrets(t *testing.T, v reflect.Value, path string) []string {
 				p = path + "." + key
 			}
 			if f.Type != secretType {
-				paths = append(paths, fillSecrets(t, v.Field(i), p)...)
+				paths = append(paths, fillSecrets(t, c, v.Field(i), p)...)
 				continue
 			}
 			v.Field(i).SetString("secret:" + p)
@@ -66,12 +80,13 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// Every Secret field of Config, wherever it is (in the accounts list,
-// behind the imap and smtp pointers), is in Secrets, under the path errors
-// use, with the field's own address and its *_file sibling's value.
+// Every Secret field of Config, wherever it is (in the providers'
+// sections, in the accounts list, behind the imap and smtp pointers), is in
+// Secrets, under the path errors use, with the field's own address and its
+// *_file sibling's value.
 func TestSecretsFindsEverySecretField(t *testing.T) {
-	var c config.Config
-	want := fillSecrets(t, reflect.ValueOf(&c).Elem(), "")
+	c := config.Default(adapters)
+	want := fillSecrets(t, c, reflect.ValueOf(c).Elem(), "")
 	for _, p := range []string{
 		"courier.adapters.email.password",
 		"courier.adapters.email.accounts[0].imap.password",
@@ -102,12 +117,12 @@ func TestSecretsFindsEverySecretField(t *testing.T) {
 	for _, r := range refs {
 		*r.Secret = "changed"
 	}
-	if a := c.Courier.Adapters.Email.Accounts[1]; a.SMTP.Password.Reveal() != "changed" || c.Courier.Adapters.Slack.BotToken.Reveal() != "changed" {
+	if a := email.ConfigOf(c).Accounts[1]; a.SMTP.Password.Reveal() != "changed" || slack.ConfigOf(c).BotToken.Reveal() != "changed" {
 		t.Error("SecretRef.Secret is a copy, not the config's field")
 	}
 
 	// Sections that are absent hold no secrets.
-	c.Courier.Adapters.Email.Accounts = []config.Account{{Name: "a", SMTP: &config.SMTP{}}}
+	email.ConfigOf(c).Accounts = []email.AccountConfig{{Name: "a", SMTP: &email.SMTPConfig{}}}
 	for _, r := range c.Secrets() {
 		if strings.Contains(r.Path, "accounts[0].imap") || strings.Contains(r.Path, "accounts[1]") {
 			t.Errorf("%s reported for a section the config does not have", r.Path)
@@ -149,7 +164,7 @@ func TestSecretFiles(t *testing.T) {
 	for _, f := range []string{"email.pw", "imap.pw", "smtp.pw", "lark-app.pw", "lark-verify.pw", "lark-encrypt.pw", "slack-bot.pw", "slack-app.pw", "slack-signing.pw"} {
 		os.WriteFile(filepath.Join(dir, f), []byte("in "+f+"\n"), 0o600)
 	}
-	c, err := config.Parse([]byte(yml.String()), dir)
+	c, err := config.Parse([]byte(yml.String()), dir, adapters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,49 +178,8 @@ func TestSecretFiles(t *testing.T) {
 		}
 	}
 
-	_, err = config.Parse([]byte("courier:\n  adapters:\n    slack:\n      signing_secret: x\n      signing_secret_file: slack-signing.pw\n"), dir)
+	_, err = config.Parse([]byte("courier:\n  adapters:\n    slack:\n      signing_secret: x\n      signing_secret_file: slack-signing.pw\n"), dir, adapters)
 	if err == nil || !strings.Contains(err.Error(), "4: courier.adapters.slack.signing_secret: set either the secret or its _file") {
 		t.Errorf("secret set twice: err = %v", err)
-	}
-}
-
-// The flat upstream keys' password_file reaches the account they make, with
-// the name of its file (so that doctor does not take it for an inline
-// password).
-func TestUpstreamFlatPasswordFile(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "pw"), []byte("flat-pw\n"), 0o600)
-	c, err := config.Parse([]byte(`courier:
-  adapters:
-    email:
-      imap_server: imap.example.com
-      smtp_server: smtp.example.com
-      username: bot@example.com
-      password_file: pw
-`), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := c.Account("default")
-	for _, s := range []struct {
-		pw   config.Secret
-		file string
-	}{{a.IMAP.Password, a.IMAP.PasswordFile}, {a.SMTP.Password, a.SMTP.PasswordFile}} {
-		if s.pw.Reveal() != "flat-pw" || s.file != "pw" {
-			t.Errorf("account from the flat keys: password %q from %q", s.pw.Reveal(), s.file)
-		}
-	}
-	n := 0
-	for _, r := range c.Secrets() {
-		if !strings.HasPrefix(r.Path, "courier.adapters.email.") {
-			continue
-		}
-		n++
-		if r.Secret.Reveal() != "flat-pw" || r.File != "pw" {
-			t.Errorf("%s: %q from %q", r.Path, r.Secret.Reveal(), r.File)
-		}
-	}
-	if n != 3 {
-		t.Errorf("%d email secrets, want email.password and the account's imap and smtp passwords", n)
 	}
 }

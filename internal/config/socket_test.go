@@ -16,7 +16,7 @@ func TestSocketPath(t *testing.T) {
 		{"courier:\n  socket: {path: run/c.sock}\n", "/srv/ws/run/c.sock"},
 		{"courier:\n  socket: {path: /run/courier/courier.sock}\n", "/run/courier/courier.sock"},
 	} {
-		cfg, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		cfg, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}
@@ -24,7 +24,7 @@ func TestSocketPath(t *testing.T) {
 			t.Errorf("%q: SocketPath = %q, want %q", tc.yaml, got, tc.want)
 		}
 	}
-	if got := config.Default().SocketPath("/srv/ws"); got != "/srv/ws/.monoco/run/courier.sock" {
+	if got := config.Default(nil).SocketPath("/srv/ws"); got != "/srv/ws/.monoco/run/courier.sock" {
 		t.Errorf("embedded default: %q", got)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -32,7 +32,7 @@ func TestSocketPath(t *testing.T) {
 		{"courier:\n  socket: {path: /run/courier/}\n", `2: courier.socket.path: "/run/courier/" is not a file path`},
 		{"courier:\n  socket: {path: /x, group: agents}\n", "group"},
 	} {
-		_, err := config.Parse([]byte(tc.yaml), t.TempDir())
+		_, err := config.Parse([]byte(tc.yaml), t.TempDir(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}

@@ -23,7 +23,7 @@ func httpServer(t *testing.T, max int) (*Server, string) {
 	t.Helper()
 	ws, w := newWorkspace(t)
 	s := New(Options{Mailbox: w.mb, Dropzone: w.dz, Backend: &agents.Backend{}, Caller: HTTPCaller})
-	cfg := config.Default().Courier.MCP
+	cfg := config.Default(nil).Courier.MCP
 	cfg.AllowAnonymous, cfg.MaxSessions = true, max
 	h, err := NewHTTP(s, ws, cfg, nil)
 	if err != nil {

@@ -77,7 +77,7 @@ func inProcess(t testing.TB, msgs ...*schema.Message) (*Server, *mcp.ClientSessi
 func serveInProcess(t testing.TB, ws string, w workspace) (*Server, *mcp.ClientSession) {
 	t.Helper()
 	s := New(Options{Mailbox: w.mb, Dropzone: w.dz,
-		Local: &agents.Local{Root: ws, Config: config.Default(), User: "agent", Workspace: w}})
+		Local: &agents.Local{Root: ws, Config: config.Default(nil), User: "agent", Workspace: w}})
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -2,7 +2,8 @@
 // service asks of them all (their sources, senders, webhooks, health, the
 // bot's own ids, their secrets) and what the writing verbs ask of them (the
 // provider a draft's recipients belong to, why its drafts would wait).
-// cmd/courier's provider table builds a Set; nothing here names a provider.
+// A Table (the provider table, internal/providers/all) builds a Set;
+// nothing here names a provider.
 package providers
 
 import (
@@ -11,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
@@ -153,8 +154,8 @@ func (s Set) Checks() []adapters.Check {
 }
 
 // Secrets returns the credentials the providers hold.
-func (s Set) Secrets() []config.Secret {
-	var out []config.Secret
+func (s Set) Secrets() []confkit.Secret {
+	var out []confkit.Secret
 	for _, p := range s {
 		out = append(out, p.Secrets...)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 )
 
 // Redactor is a slog.Handler that takes the values of the providers'
@@ -39,7 +39,7 @@ func NewRedactor(h slog.Handler) *Redactor {
 const minSecret = 6
 
 // Add adds secrets to redact.
-func (s *secretSet) Add(secrets ...config.Secret) {
+func (s *secretSet) Add(secrets ...confkit.Secret) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, x := range secrets {

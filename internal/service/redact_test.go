@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 )
 
 // TestRedactor: a secret a provider holds never reaches the log, whether a
@@ -18,7 +18,7 @@ func TestRedactor(t *testing.T) {
 	r := NewRedactor(slog.NewTextHandler(&buf, nil))
 	log := slog.New(r)
 	derived := log.With("adapter", "email").WithGroup("g")
-	r.Add(config.Secret("hunter2-imap-pass"), config.Secret("xoxb-123"), config.Secret("abc")) // "abc": too short to redact
+	r.Add(confkit.Secret("hunter2-imap-pass"), confkit.Secret("xoxb-123"), confkit.Secret("abc")) // "abc": too short to redact
 	log.Info("login failed for hunter2-imap-pass", "err", errors.New(`AUTH PLAIN "hunter2-imap-pass" refused`), "token", "xoxb-123")
 	derived.Warn("x", "detail", "the token xoxb-123 expired", "n", 3, slog.Group("inner", "s", "hunter2-imap-pass"))
 	log.Info("abc stays", "word", "abcdef")
