@@ -58,7 +58,8 @@
 //  1. adapters/discord/discord.go: Options (the config section, the
 //     confkit.Limits, a *dropzone.Store, a *slog.Logger) and New(Options)
 //     (*adapters.Provider, error), doing no I/O. A provider that is not
-//     enabled returns only its Resolver.
+//     enabled returns only its Resolver. A chat provider's Options are
+//     chatsync.Options[Config], as Slack's and Lark's.
 //
 //  2. The Resolver: Recognizes (which recipient strings are its ids) and
 //     Resolve (recipients from the message answered, often SameSession;

@@ -1,8 +1,9 @@
 // Package chatsync is the engine the chat providers (adapters/slack,
 // adapters/lark) share, as mautrix's bridgev2 serves its network
 // connectors: what every chat provider does alike, written once, so that a
-// provider is its API calls and its normaliser. It imports adapters and
-// schema, never a provider's SDK.
+// provider is its API calls and its normaliser. It imports adapters,
+// schema and, for a provider's Options, the leaves confkit and dropzone:
+// never a provider's SDK.
 //
 // # The parts
 //

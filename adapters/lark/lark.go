@@ -25,31 +25,17 @@
 package lark
 
 import (
-	"log/slog"
-	"net/http"
 	"regexp"
 
 	"github.com/monoco/courier/adapters"
-	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
-// Options configure the provider. The zero value is a disabled provider.
-type Options struct {
-	// Config is the lark section of the config (courier.adapters.lark).
-	Config Config
-	// Limits bound what is received and sent.
-	Limits confkit.Limits
-	// Dropzone stores the resources of messages; nil for a provider that
-	// only resolves drafts.
-	Dropzone *dropzone.Store
-	// Logger is tagged adapter=lark; nil discards.
-	Logger *slog.Logger
-	// HTTPClient carries every API call and resource transfer; nil uses
-	// one with timeouts.
-	HTTPClient *http.Client
-}
+// Options configure the provider: its Config, the limits, the dropzone,
+// a logger and an HTTP client. The zero value is a disabled provider.
+type Options = chatsync.Options[Config]
 
 // ids are Lark's: chats (oc_), users (ou_ open_id, on_ union_id) and
 // messages (om_).

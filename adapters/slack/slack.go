@@ -34,26 +34,15 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
-// Options configure the provider. The zero value is a disabled provider.
-type Options struct {
-	// Config is the slack section of the config (courier.adapters.slack).
-	Config Config
-	// Limits bound what is received and sent.
-	Limits confkit.Limits
-	// Dropzone stores the files of messages; nil for a provider that only
-	// resolves drafts.
-	Dropzone *dropzone.Store
-	// Logger is tagged adapter=slack; nil discards.
-	Logger *slog.Logger
-	// HTTPClient carries every Web API call and file transfer; nil uses
-	// one with timeouts.
-	HTTPClient *http.Client
-}
+// Options configure the provider: its Config, the limits, the dropzone,
+// a logger and an HTTP client. The zero value is a disabled provider.
+type Options = chatsync.Options[Config]
 
 // DefaultAPIURL is Slack's Web API.
 const DefaultAPIURL = "https://slack.com/api/"
