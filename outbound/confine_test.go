@@ -1,12 +1,10 @@
 package outbound_test
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
 )
-
-// syncBuffer is a log sink the engine's goroutines may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // secretDraft is a secret file shaped so that a parse error would quote
 // it, as the .reason file and the log once did.
@@ -54,7 +34,7 @@ func TestLinkedDraftSetAsideUnread(t *testing.T) {
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testutil.Buffer
 	rec := newRecorder(nil)
 	e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Lark: rec},
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -95,7 +75,7 @@ func TestQueuedDraftReplacedByLink(t *testing.T) {
 	os.Remove(path)
 	os.Symlink(secret, path)
 	good := e.queue(t, schema.Lark)
-	var log syncBuffer
+	var log testutil.Buffer
 	rec := newRecorder(nil)
 	e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Lark: rec},
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})

@@ -174,7 +174,7 @@ func TestCatchUpFatal(t *testing.T) {
 	errRefused := errors.New("test: invalid_auth")
 	p := newPasses(errRefused)
 	health := &adapters.HealthTracker{}
-	var logs logBuffer
+	var logs testutil.Buffer
 	c := &chatsync.CatchUp{Name: "test", Pass: p.pass, Tracker: p.gapper, Retry: time.Millisecond,
 		Fatal: func(err error) bool { return errors.Is(err, errRefused) }, Health: health,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}

@@ -31,7 +31,7 @@ type hookWorld struct {
 	flights chatsync.Joiner[string]
 	// block, when set, holds every handling until its context ends.
 	block bool
-	logs  *logBuffer
+	logs  *testutil.Buffer
 	now   time.Time
 }
 
@@ -44,7 +44,7 @@ type hookEvent struct {
 }
 
 func newHookWorld() *hookWorld {
-	w := &hookWorld{tr: newTracker(0), sink: newSink(), logs: &logBuffer{}, now: time.Unix(1700000000, 0)}
+	w := &hookWorld{tr: newTracker(0), sink: newSink(), logs: &testutil.Buffer{}, now: time.Unix(1700000000, 0)}
 	w.catchUp = &chatsync.CatchUp{Name: "test", Tracker: w.tr, Pass: func(context.Context, adapters.Sink) error { return nil }}
 	w.hook = &chatsync.Webhook{
 		Name: "test", TooLarge: "test: body over 1 MiB", JSONOnly: "test: JSON only", Budget: 2 * time.Second,
@@ -113,24 +113,6 @@ func (w *hookWorld) event(conv string, pos int64) (int, string) {
 	b, _ := json.Marshal(hookEvent{Type: "event", ID: fmt.Sprintf("Ev%s%d", conv, pos), Conv: conv, Pos: pos})
 	code, _, body := w.post(http.MethodPost, nil, b)
 	return code, body
-}
-
-// logBuffer is a log the test reads.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The second Slack loss window: an event the webhook could not store

@@ -2,7 +2,6 @@ package email
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/monoco/courier/adapters"
@@ -64,24 +62,6 @@ func TestReceiverAllowFrom(t *testing.T) {
 	}
 }
 
-// logBuffer is a slog handler's output, safe to read while it is written.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A receiver that listens beyond loopback without allow_from warns when it
 // starts, and its exposure check (doctor's) fails naming the key to set;
 // on loopback, a Unix socket, or with allow_from, neither.
@@ -101,7 +81,7 @@ func TestReceiverExposure(t *testing.T) {
 		{"localhost:0", false, nil, false},
 		{"unix:" + sock, true, nil, false},
 	} {
-		var log logBuffer
+		var log testutil.Buffer
 		r := NewReceiver(ReceiverOptions{Addr: c.addr, LMTP: c.lmtp, AllowFrom: c.allow, Dropzone: testutil.NewDropzone(t, nil),
 			Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		if err := r.Start(context.Background()); err != nil {

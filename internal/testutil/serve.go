@@ -13,7 +13,7 @@ import (
 // benchmarks that drive the real binary (kill -9, SIGTERM, restarts).
 type Serve struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *Buffer
 	done chan struct{}
 	// Health is the URL of the service's /health endpoint.
 	Health string
@@ -27,7 +27,7 @@ type Serve struct {
 // printed.
 func StartServe(tb testing.TB, bin, httpAddr string, args ...string) *Serve {
 	tb.Helper()
-	s := &Serve{out: &lockedBuffer{}, done: make(chan struct{}), Health: "http://" + httpAddr + "/health"}
+	s := &Serve{out: &Buffer{}, done: make(chan struct{}), Health: "http://" + httpAddr + "/health"}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {

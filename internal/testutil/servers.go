@@ -321,19 +321,20 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "")
 }
 
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
+// Buffer is a log or a child's output that may be written from several
+// goroutines and read while it is written.
+type Buffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *Buffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *Buffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

@@ -41,7 +41,7 @@ type SMTPSink struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	output  *lockedBuffer
+	output  *Buffer
 	partial map[string]bool // dumps cut off by Stop
 }
 
@@ -202,7 +202,7 @@ func (s *SMTPSink) start(opts *SMTPSinkOptions) error {
 		return err
 	}
 	cmd := exec.Command(s.bin, args...)
-	out := &lockedBuffer{}
+	out := &Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return err
