@@ -137,7 +137,7 @@ func New(opts Options) *Server {
 		Instructions: "Courier is a mailbox of email, Slack and Lark messages. `list` the inbox, `read` a message, `claim` it " +
 			"(so that no other agent works on it), answer with `send` (reply_to the message), then `done` (or `fail`). " +
 			"Subscribe to " + InboxURI + " to be told when mail arrives; each message is also the resource courier://message/<id>.",
-		Logger:             opts.Logger,
+		Logger:             slog.New(sdkLog{opts.Logger.Handler()}),
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		Capabilities:       &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
@@ -295,3 +295,16 @@ func (s *Server) notify(ctx context.Context) {
 	s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: InboxURI})
 	s.srv.AddResource(s.inboxResource(), s.readInbox) // the same again: the SDK sends list_changed
 }
+
+// sdkLog is the go-sdk's log: its info lines (one for every notification
+// sent, whether or not anyone subscribed) show only when the service logs
+// at debug; its warnings and errors always do.
+type sdkLog struct{ slog.Handler }
+
+func (h sdkLog) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, l) && (l >= slog.LevelWarn || h.Handler.Enabled(ctx, slog.LevelDebug))
+}
+
+func (h sdkLog) WithAttrs(as []slog.Attr) slog.Handler { return sdkLog{h.Handler.WithAttrs(as)} }
+
+func (h sdkLog) WithGroup(name string) slog.Handler { return sdkLog{h.Handler.WithGroup(name)} }
