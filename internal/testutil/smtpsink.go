@@ -37,6 +37,7 @@ type SMTPSink struct {
 	host   string
 	port   int
 	marker string // unique greeting host name
+	starts int    // the program's starts: a dump's name begins with it
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -166,8 +167,14 @@ func (s *SMTPSink) args(opts *SMTPSinkOptions) ([]string, error) {
 	}
 	s.marker = host
 	args = append(args, "-h", host)
-	// One file per transaction; smtp-sink appends a random hex number.
-	args = append(args, "-d", filepath.Join(s.Dir, "dump", "%Y%m%d%H%M%S."))
+	// One file per transaction; smtp-sink appends a random hex number. Its
+	// random numbers are seeded with its pid xor the time in seconds, so a
+	// restarted sink often draws the same ones (pid+1, time+1): the name
+	// begins with the start's number, or a transaction of the new sink
+	// could take the name of one the old sink was cut off in (a partial
+	// dump, which Messages leaves out).
+	s.starts++
+	args = append(args, "-d", filepath.Join(s.Dir, "dump", strconv.Itoa(s.starts)+"-%Y%m%d%H%M%S."))
 	list := func(flag string, cmds []string) {
 		if len(cmds) > 0 {
 			args = append(args, flag, strings.Join(cmds, ","))
