@@ -528,10 +528,12 @@ func TestExecTimeoutRetriedOutputBounded(t *testing.T) {
 	defer rf.Close()
 	lines := bufio.NewScanner(rf)
 	// The first run prints 100 KB, starts a child that would outlive it,
-	// and hangs; the second says it ran.
+	// and hangs; the second says it ran. The timeout leaves the first run
+	// time to get to its hang on a loaded machine (at 500 ms it was killed
+	// before it said "hung", once, in a .ci/run at load 11).
 	script := `if [ ! -e "$D/first" ]; then touch "$D/first"; head -c 100000 /dev/zero | tr '\0' x; sleep 300 & echo $! > "$D/child"; echo "hung" > "$D/ran"; sleep 300; fi; echo "ran" > "$D/ran"`
 	var log ntLog
-	r := New(mb, &Options{Hooks: []Hook{{Name: "slow", Exec: []string{script}, Shell: true, Env: map[string]string{"D": dir}, Timeout: 500 * time.Millisecond, MaxOutput: 1000}},
+	r := New(mb, &Options{Hooks: []Hook{{Name: "slow", Exec: []string{script}, Shell: true, Env: map[string]string{"D": dir}, Timeout: 3 * time.Second, MaxOutput: 1000}},
 		Root: mb.Root, BackoffBase: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -558,7 +560,7 @@ func TestExecTimeoutRetriedOutputBounded(t *testing.T) {
 		t.Errorf("the hook's child outlived its timeout: %s", st)
 	}
 	out := log.String()
-	if !strings.Contains(out, "timed out after 500ms") {
+	if !strings.Contains(out, "timed out after 3s") {
 		t.Errorf("the log does not say the hook timed out:\n%s", out)
 	}
 	if strings.Contains(out, strings.Repeat("x", 1001)) || !strings.Contains(out, strings.Repeat("x", 1000)) || !strings.Contains(out, "dropped_bytes=99000") {
