@@ -270,12 +270,9 @@ func TestDovecotDeliverMany(t *testing.T) {
 	d.DeliverMany(t, "INBOX", testMessage, n)
 	elapsed := time.Since(start)
 	t.Logf("DeliverMany: %d messages in %v", n, elapsed)
-	// About 0.1 s on tmpfs and 0.5 s on an idle ext4 disk; a loaded
-	// machine takes a few seconds (file creation is the cost). Only a
-	// slowdown by an order of magnitude (an fsync per file, say) fails.
-	if elapsed > 10*time.Second {
-		t.Errorf("DeliverMany took %v", elapsed)
-	}
+	// About 0.1 s on tmpfs and 0.5 s on an idle ext4 disk, and over 10 s
+	// on a loaded machine (file creation is the cost): logged, not
+	// asserted, since a time is no test on a shared machine.
 	ic := login(t, d)
 	start = time.Now()
 	exists, _ := ic.selectBox("INBOX")
