@@ -48,6 +48,30 @@ type Event struct {
 	// of its session and thread that does: a person answering in a thread
 	// where the agent posted for a task stays with that task.
 	ThreadCorrelation bool
+	// Content, when set, makes the message's content part of its identity,
+	// for providers whose ids the sender chooses (email: the Message-ID,
+	// which anyone can write). See Content.
+	Content *Content
+}
+
+// Content ties a message's id to its content, metadata.extra.digest. A
+// message whose id is already filed is the same message only when a
+// message of the same digest is filed (received within Window of it, when
+// Window is set); else it is a message of its own: it gets the id Derive
+// makes, a note names the message filed under the id it came with, and it
+// inherits nothing from that message. A message filed before digests were
+// recorded is compared by id alone (or, with a Window, by its time
+// received), as it was filed.
+type Content struct {
+	// Window, when set, bounds how far apart two copies of one content
+	// may be received and still be one message (email without a
+	// Message-ID: a client's retry is one message, the same alert an hour
+	// later another). Zero: any time apart.
+	Window time.Duration
+	// Derive returns the id of a message that cannot have its own: salt
+	// tells it apart from the message filed under that id (its digest, or
+	// its time received). The same salt gives the same id.
+	Derive func(salt string) string
 }
 
 // Checkpoint is a Source's position, stored under a key of its own (for

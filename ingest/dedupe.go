@@ -2,6 +2,10 @@ package ingest
 
 import (
 	"context"
+	"fmt"
+	"time"
+
+	"github.com/monoco/courier/adapters"
 
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
@@ -39,4 +43,126 @@ func (p *Pipeline) seen(ctx context.Context, keys []string, local map[string]*sc
 		}
 	}
 	return false, nil
+}
+
+// anyTime is the widest span FindDigest takes: a content without a window
+// is the same message whenever it comes.
+var anyTime = [2]time.Time{time.Unix(0, 0), time.Unix(999999999999, 0)}
+
+// identify applies an event's Content rule (adapters.Content) before the
+// dedupe by keys: it reports a copy of content already filed as a
+// duplicate, and gives a different message that comes with a filed id an
+// id of its own (rekey).
+func (p *Pipeline) identify(ctx context.Context, w *batchWork, m *schema.Message, rule *adapters.Content) (dup bool, err error) {
+	digest := m.Metadata.Extra.Digest
+	if digest == "" {
+		return false, nil
+	}
+	at := m.ReceivedAt.Time
+	span := anyTime
+	if rule.Window > 0 {
+		span = [2]time.Time{at.Add(-rule.Window), at.Add(rule.Window)}
+	}
+	if w.digestSeen(digest, span) {
+		return true, nil
+	}
+	if _, ok, err := p.mb.FindDigest(ctx, digest, span[0], span[1]); err != nil || ok {
+		return ok, err
+	}
+	filed, ok, err := p.filedUnder(ctx, m.ID, w.local)
+	if err != nil || !ok {
+		return false, err
+	}
+	if filed == nil {
+		return true, nil // a key of a draft we sent or of a merged message
+	}
+	fx := filed.Metadata.Extra
+	switch {
+	case fx.Digest == "" && rule.Window == 0:
+		return true, nil // filed before digests: one id, one message, as filed
+	case fx.Digest == "" || fx.Digest == digest:
+		if d := at.Sub(filed.ReceivedAt.Time).Abs(); d <= rule.Window {
+			return true, nil
+		}
+		rekey(m, filed.ID, rule.Derive("received:"+at.UTC().Format(time.RFC3339Nano)),
+			fmt.Sprintf("the same content as %s, received more than %s apart from it: a message of its own", filed.ID, rule.Window))
+	default:
+		rekey(m, filed.ID, rule.Derive(digest),
+			fmt.Sprintf("its id repeats that of %s, a different message: filed under an id of its own", filed.ID))
+	}
+	return false, nil
+}
+
+// filedUnder returns the message filed under id, in this batch or the
+// mailbox; nil with ok when id is a key of something else (a draft we
+// sent, a message merged into another).
+func (p *Pipeline) filedUnder(ctx context.Context, id string, local map[string]*schema.Message) (*schema.Message, bool, error) {
+	if m := local[id]; m != nil {
+		if m.ID != id {
+			return nil, true, nil
+		}
+		return m, true, nil
+	}
+	found, ok, err := p.mb.Lookup(ctx, id)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	if found != id {
+		return nil, true, nil
+	}
+	filed, e, err := p.mb.Message(ctx, id)
+	switch {
+	case err == nil:
+		return filed, true, nil
+	case ctx.Err() != nil:
+		return nil, false, ctx.Err()
+	case e != nil && e.Direction != schema.Inbound:
+		return nil, true, nil // a draft's id
+	}
+	// Unreadable: compare with nothing, and lose nothing (the new message
+	// is filed under an id of its own).
+	p.log.Warn("the message filed under an id that came again cannot be read", "id", id, "err", err)
+	unknown := &schema.Message{ID: id}
+	unknown.Metadata.Extra.Digest = "unreadable"
+	return unknown, true, nil
+}
+
+// rekey gives m the id of its own it must have instead of was (the id of
+// the message filed under it), and notes why. Nothing of the filed message
+// is inherited: a root or parent that is the filed message becomes m
+// itself or nothing (thread keys still come from the headers).
+func rekey(m *schema.Message, was, id, why string) {
+	m.ID = id
+	if string(m.ThreadRoot) == was {
+		m.ThreadRoot = schema.NullString(id)
+	}
+	if string(m.ReplyTo) == was {
+		m.ReplyTo = ""
+	}
+	x := &m.Metadata.Extra
+	if x.Notes != "" {
+		x.Notes += "; "
+	}
+	x.Notes += schema.Text(why)
+}
+
+// digestSeen reports whether this batch holds a message of digest received
+// within span.
+func (w *batchWork) digestSeen(digest string, span [2]time.Time) bool {
+	for _, m := range w.digests[digest] {
+		if t := m.ReceivedAt.Unix(); t >= span[0].Unix() && t <= span[1].Unix() {
+			return true
+		}
+	}
+	return false
+}
+
+// addDigest records m's digest in the batch.
+func (w *batchWork) addDigest(m *schema.Message) {
+	if d := m.Metadata.Extra.Digest; d != "" {
+		if w.digests == nil {
+			w.digests = map[string][]*schema.Message{}
+		}
+		w.digests[d] = append(w.digests[d], m)
+	}
 }

@@ -316,6 +316,7 @@ type batchWork struct {
 	direct     []mailbox.Inbound // messages to write in this round
 	cps        []mailbox.Checkpoint
 	local      map[string]*schema.Message   // this batch's messages by id and key, for dedupe and lookups
+	digests    map[string][]*schema.Message // this batch's messages by digest (adapters.Content)
 	stage      map[string][]mailbox.Inbound // debounced messages by group
 	flush      []string                     // groups to flush
 	flushAll   bool
@@ -378,6 +379,16 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 		c.self.Add(1)
 		return nil
 	}
+	if ev.Content != nil {
+		dup, err := p.identify(ctx, w, m, ev.Content)
+		if err != nil {
+			return err
+		}
+		if dup {
+			c.duplicates.Add(1)
+			return nil
+		}
+	}
 	keys := dedupeKeys(m, ev.Keys)
 	dup, err := p.seen(ctx, keys, w.local)
 	if err != nil {
@@ -393,6 +404,7 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 	for _, k := range keys {
 		w.local[k] = m
 	}
+	w.addDigest(m)
 	in := mailbox.Inbound{Message: m, Keys: ev.Keys}
 	if ev.Debounce && p.opts.Debounce.Window > 0 {
 		p.debounce(w, in)

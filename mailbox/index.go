@@ -81,7 +81,18 @@ func MessageKeys(m *schema.Message) []string {
 	if e := m.Metadata.Extra.EventID; e != "" {
 		keys = append(keys, EventKey(m.Provider, e))
 	}
+	if d := m.Metadata.Extra.Digest; d != "" && !m.ReceivedAt.IsZero() {
+		keys = append(keys, DigestKey(d, m.ReceivedAt.Time))
+	}
 	return keys
+}
+
+// DigestKey is the dedupe key of a message's digest (metadata.extra.digest)
+// and its time received: "digest:", the digest, "@" and the time received in
+// Unix seconds, zero-padded to 12 digits, so that the copies of a content
+// received in a span of time are one range of keys (FindDigest).
+func DigestKey(digest string, received time.Time) string {
+	return fmt.Sprintf("digest:%s@%012d", digest, min(max(received.Unix(), 0), 999999999999))
 }
 
 // EventKey is the dedupe key of a provider event id (Slack event_id):
@@ -523,6 +534,21 @@ func (mb *Mailbox) Seen(ctx context.Context, key string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, dbError(err)
+}
+
+// FindDigest returns the id of a message of this digest received from from
+// to to (both included, to the second): a copy of content already filed.
+func (mb *Mailbox) FindDigest(ctx context.Context, digest string, from, to time.Time) (string, bool, error) {
+	var id string
+	err := mb.db.QueryRowContext(ctx, `SELECT id FROM keys WHERE key >= ?1 AND key <= ?2 LIMIT 1`,
+		DigestKey(digest, from), DigestKey(digest, to)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, dbError(err)
+	}
+	return id, true, nil
 }
 
 // Lookup returns the id of the message a key stands for (the key itself if

@@ -317,6 +317,12 @@ type Extra struct {
 	// SyntheticID is set when the message had no usable Message-ID and its
 	// id was derived from From, Date, Subject and body.
 	SyntheticID bool `yaml:"synthetic_id,omitempty" json:"synthetic_id,omitempty"`
+	// Digest names the message's content: "sha256:" and the hex SHA-256 of
+	// the raw message less the fields each hop adds (email: Received,
+	// Return-Path, Delivered-To and the like), line ends as LF. With the
+	// Message-ID it is the message's identity: a different mail that
+	// repeats a filed Message-ID is a message of its own.
+	Digest string `yaml:"digest,omitempty" json:"digest,omitempty"`
 	// Raw references the message as received (email: the MIME source).
 	Raw *Artifact `yaml:"raw,omitempty" json:"raw,omitempty"`
 	// Auth records who sent the message, as far as it could be verified.

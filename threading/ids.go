@@ -78,6 +78,21 @@ func SyntheticUID(from, date, subject string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:uidLen]
 }
 
+// DerivedID returns the id of an email that cannot have the id its headers
+// give it, id: another message holds it (a different mail repeating its
+// Message-ID, or a copy of a mail without one received outside the dedupe
+// window). It is "email_" followed by the first 20 hex digits of the SHA-256
+// of id's uid, a NUL byte and salt (what tells the two apart: the later
+// mail's digest, or its time received), so that the same later mail gets the
+// same id whenever it is seen again.
+func DerivedID(id, salt string) string {
+	h := sha256.New()
+	h.Write([]byte(strings.TrimPrefix(id, emailPrefix)))
+	h.Write([]byte{0})
+	h.Write([]byte(salt))
+	return emailPrefix + hex.EncodeToString(h.Sum(nil))[:uidLen]
+}
+
 // rawID is NormalizeID without the lowercasing: the id as written, for
 // outgoing headers.
 func rawID(s string) string {
