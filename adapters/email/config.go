@@ -63,6 +63,11 @@ type ReceiverConfig struct {
 	MaxSessionsPerIP int              `yaml:"max_sessions_per_ip"` // 10
 	MaxSessionTime   confkit.Duration `yaml:"max_session_time"`    // 10m
 	ReadTimeout      confkit.Duration `yaml:"read_timeout"`        // 5m
+
+	// DedupeWindow: two identical mails without a Message-ID received
+	// within it are one message (a client's retry); further apart, two.
+	// It applies to IMAP accounts too, by INTERNALDATE.
+	DedupeWindow confkit.Duration `yaml:"dedupe_window"` // 10m
 }
 
 // AccountConfig is one email account.
@@ -198,6 +203,9 @@ func (c *Config) Defaults() {
 	}
 	if r.ReadTimeout == 0 {
 		r.ReadTimeout = confkit.Duration(5 * time.Minute)
+	}
+	if r.DedupeWindow == 0 {
+		r.DedupeWindow = confkit.Duration(DefaultDedupeWindow)
 	}
 	for i := range c.Accounts {
 		a := &c.Accounts[i]

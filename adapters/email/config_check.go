@@ -58,6 +58,9 @@ func (r *ReceiverConfig) check(k *confkit.Checker) {
 	if d := r.ReadTimeout.D(); d != 0 && d < time.Second {
 		k.Bad("read_timeout", "%v: must be at least 1s (or 0 for the default, 5m)", d)
 	}
+	if d := r.DedupeWindow.D(); d != 0 && d < time.Second {
+		k.Bad("dedupe_window", "%v: must be at least 1s (or 0 for the default, 10m)", d)
+	}
 }
 
 // ParsePrefix reads one network of receiver.allow_from: a CIDR prefix

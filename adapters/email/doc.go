@@ -10,7 +10,14 @@
 //     "email_" followed by threading.SyntheticUID of the raw From, Date and
 //     Subject values and the raw body (line ends hashed as LF, so CRLF and
 //     LF copies of a message agree), with metadata.extra.synthetic_id set.
-//     The body is hashed as it streams, never held.
+//     The body is hashed as it streams, never held. The pipeline may give
+//     the message another id (threading.DerivedID) when a different mail
+//     holds this one, or a copy without a Message-ID came outside the
+//     dedupe window: see adapters.Content and the README's "Email identity".
+//   - metadata.extra.digest: "sha256:" and the SHA-256 of the header fields
+//     but the trace fields (Received, Return-Path, ...: digest.go), each as
+//     "Key: value" unfolded, then the body, line ends as LF; hashed as the
+//     message streams.
 //   - session: type thread, id = thread_key = threading.EmailThread(...).Key
 //     (the synthetic uid is the root when there are no ids at all), name =
 //     the decoded Subject. reply_to and thread_root come from the same

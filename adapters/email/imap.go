@@ -41,6 +41,10 @@ type IMAPOptions struct {
 	Logger *slog.Logger
 	// Verifier checks who sent each message (metadata.extra.auth).
 	Verifier *Verifier
+	// DedupeWindow is how far apart two identical mails without a
+	// Message-ID, by INTERNALDATE, may be and still be one message
+	// (default DefaultDedupeWindow).
+	DedupeWindow time.Duration
 	// Progress receives backfill progress lines (a terminal); nil is silent.
 	Progress io.Writer
 	// Heartbeat is how often IDLE is interrupted for a NOOP, so that a dead

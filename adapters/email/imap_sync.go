@@ -17,7 +17,6 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/schema"
-	"github.com/monoco/courier/threading"
 )
 
 // checkpointKey is where a folder's position is saved.
@@ -205,12 +204,12 @@ func (s *IMAPSource) after(ic *imapConn, done []imap.UID) {
 // with their header only.
 func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink) (*fetched, error) {
 	ic.deadline(s.opts.Timeout)
-	want, sizes, done, err := s.envelopes(ctx, ic, uids, sink)
+	want, sizes, err := s.sizes(ic, uids)
 	if err != nil {
 		return nil, err
 	}
-	uids, want, done = s.fit(uids, want, sizes, done)
-	c := &fetched{batch: s.opts.Dropzone.NewBatch(), done: done, taken: len(uids)}
+	uids, want = s.fit(uids, want, sizes)
+	c := &fetched{batch: s.opts.Dropzone.NewBatch(), taken: len(uids)}
 	if len(want) == 0 {
 		return c, nil
 	}
@@ -234,32 +233,22 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 	return c, nil
 }
 
-// envelopes fetches the envelopes and sizes of uids, so that what the
-// mailbox already holds (a re-sync after a UIDVALIDITY change, mail in two
-// folders, mail we sent) is not fetched again. want are the messages to
-// fetch, with their sizes. done are the messages the mailbox holds once
-// the chunk is delivered: MarkSeen and MoveTo apply to them, a second copy
-// of a message already ingested included (else it would stay unseen in the
-// folder for ever); the caller adds those it fetches.
-func (s *IMAPSource) envelopes(ctx context.Context, ic *imapConn, uids []imap.UID, sink adapters.Sink) (want imap.UIDSet, sizes map[imap.UID]int64, done []imap.UID, err error) {
+// sizes fetches the sizes of uids, the messages to fetch. Every message
+// is fetched, also one whose Message-ID the mailbox holds (a re-sync after
+// a UIDVALIDITY change, mail in two folders, mail we sent), because an id
+// proves nothing (anyone can write one): the pipeline compares digests,
+// and a copy of a message filed is a duplicate there (adapters.Content).
+func (s *IMAPSource) sizes(ic *imapConn, uids []imap.UID) (want imap.UIDSet, sizes map[imap.UID]int64, err error) {
 	sizes = map[imap.UID]int64{}
-	envs, err := ic.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, Envelope: true, RFC822Size: true}).Collect()
+	msgs, err := ic.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true}).Collect()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("fetch envelopes: %w", err)
+		return nil, nil, fmt.Errorf("fetch sizes: %w", err)
 	}
-	for _, m := range envs {
-		if m.Envelope != nil && m.Envelope.MessageID != "" {
-			if seen, err := sink.Seen(ctx, threading.EmailID(m.Envelope.MessageID)); err != nil {
-				return nil, nil, nil, err
-			} else if seen {
-				done = append(done, m.UID)
-				continue
-			}
-		}
+	for _, m := range msgs {
 		want.AddNum(m.UID)
 		sizes[m.UID] = m.RFC822Size
 	}
-	return want, sizes, done, nil
+	return want, sizes, nil
 }
 
 // chunkTexts bounds the text the messages of a chunk keep, in texts of
@@ -270,9 +259,9 @@ const chunkTexts = 8
 
 // fit cuts a chunk short where the text its wanted messages keep (each
 // counted as its size, up to the text bound) passes chunkTexts bounds:
-// the UIDs, wanted and done before that point are the chunk's, the rest
+// the UIDs and wanted ones before that point are the chunk's, the rest
 // the next one's. A chunk takes at least its first UID.
-func (s *IMAPSource) fit(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]int64, done []imap.UID) ([]imap.UID, imap.UIDSet, []imap.UID) {
+func (s *IMAPSource) fit(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]int64) ([]imap.UID, imap.UIDSet) {
 	limit := s.opts.Bounds.maxText()
 	var sum int64
 	for i, u := range uids {
@@ -289,15 +278,9 @@ func (s *IMAPSource) fit(uids []imap.UID, want imap.UIDSet, sizes map[imap.UID]i
 				w.AddNum(u)
 			}
 		}
-		var d []imap.UID
-		for _, u := range done {
-			if u <= uids[i-1] {
-				d = append(d, u)
-			}
-		}
-		return uids, w, d
+		return uids, w
 	}
-	return uids, want, done
+	return uids, want
 }
 
 // bySize splits the wanted UIDs, in the chunk's order, into those fetched
@@ -347,7 +330,7 @@ func (s *IMAPSource) fetchBodies(ic *imapConn, c *fetched, set imap.UIDSet, sect
 		return errors.Join(readErr, err)
 	}
 	for _, r := range results {
-		c.events = append(c.events, adapters.Event{Message: r.m, JoinKnownThread: true, UnverifiedSender: s.opts.Verifier.UnverifiedSender(r.m)})
+		c.events = append(c.events, event(r.m, s.opts.Verifier, s.opts.DedupeWindow))
 		c.done = append(c.done, r.uid)
 	}
 	if err := cmd.Close(); err != nil {

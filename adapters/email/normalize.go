@@ -62,8 +62,8 @@ type NormalizeOptions struct {
 // dropzone) are returned.
 func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts NormalizeOptions) (*schema.Message, error) {
 	var (
-		id     string
-		hasher *bodyHash
+		id             string
+		digest, hasher *bodyHash
 	)
 	opts.Bounds.enter()
 	defer opts.Bounds.leave()
@@ -72,15 +72,16 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 		MaxHeld:     opts.Bounds.maxText(),
 		Spool:       b.Spool,
 		BodyTee: func(h mime.Header) io.Writer {
+			digest = newDigest(h)
 			id = threading.EmailID(string(h.Get("Message-Id")))
 			if id != "" {
-				return nil
+				return digest
 			}
 			// No usable Message-ID: the id is a hash of From, Date,
 			// Subject and the body, which is read through the hash as it
 			// is parsed.
 			hasher = newBodyHash(string(h.Get("From")), string(h.Get("Date")), string(h.Get("Subject")))
-			return hasher
+			return io.MultiWriter(digest, hasher)
 		},
 	})
 	if err != nil {
@@ -91,6 +92,10 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 	if hasher != nil {
 		synthetic = hasher.uid()
 	}
+	var sum string
+	if digest != nil {
+		sum = digest.digest()
+	}
 	// Sender authenticity reads the raw message again (DKIM signs its
 	// bytes as they are): from the dropzone copy, when the caller stored
 	// one.
@@ -98,7 +103,11 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 	if rawObj.ID != "" {
 		open = func() (io.ReadCloser, error) { return b.Open(rawObj) }
 	}
-	return build(msg, b, id, synthetic, rawObj, open, opts)
+	m, err := build(msg, b, id, synthetic, rawObj, open, opts)
+	if m != nil {
+		m.Metadata.Extra.Digest = sum
+	}
+	return m, err
 }
 
 // build assembles the protocol message once the reader is done, one part
@@ -185,9 +194,9 @@ func (b *builder) identity(id, synthetic string) (threading.Headers, string) {
 		id = "email_" + synthetic
 		m.Metadata.Extra.SyntheticID = true
 		if !h.Has("Message-Id") {
-			b.notes.Addf("no Message-ID: id made from From, Date, Subject and body")
+			b.notes.Addf("no Message-ID: id made from From, Date, Subject and body; %s", sameWithin)
 		} else {
-			b.n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body", mime.QuoteShort(th.MessageID))
+			b.n.Addf("Message-ID %s not usable: id made from From, Date, Subject and body; %s", mime.QuoteShort(th.MessageID), sameWithin)
 		}
 	}
 	m.ID = id
@@ -198,6 +207,10 @@ func (b *builder) identity(id, synthetic string) (threading.Headers, string) {
 	m.ThreadRoot = schema.NullString(thread.RootID())
 	return th, subject
 }
+
+// sameWithin is what the notes of a mail without a Message-ID say of its
+// copies (adapters.Content, the README's "Email identity").
+const sameWithin = "the same mail received again within receiver.dedupe_window is this message, later a new one"
 
 // addressList decodes every field named key as one address list.
 func (b *builder) addressList(key string) []mime.Address {
@@ -509,10 +522,15 @@ func (b *bodyHash) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *bodyHash) uid() string {
+// flush hashes a '\r' held back at the end: no '\n' came after it.
+func (b *bodyHash) flush() {
 	if b.cr {
 		b.h.Write([]byte{'\r'})
 		b.cr = false
 	}
+}
+
+func (b *bodyHash) uid() string {
+	b.flush()
 	return hex.EncodeToString(b.h.Sum(nil))[:20]
 }

@@ -57,18 +57,7 @@ func New(o Options) (*adapters.Provider, error) {
 	// process: sixty sessions and an IMAP backfill share the turns.
 	bounds := NewBounds(o.Limits.MaxTextBytes, o.Limits.NormalizeConcurrency)
 	var parts []adapters.HealthReporter
-	for _, r := range []struct {
-		addr string
-		lmtp bool
-	}{{e.Receiver.SMTP, false}, {e.Receiver.LMTP, true}} {
-		if r.addr == "" {
-			continue
-		}
-		rc := NewReceiver(ReceiverOptions{Addr: r.addr, LMTP: r.lmtp, Hostname: e.Receiver.Hostname, Own: ownAddresses(e),
-			MaxMessage: o.Limits.MaxMessageBytes, MaxArtifact: o.Limits.MaxArtifactBytes, Dropzone: o.Dropzone, Logger: log,
-			AllowFrom: allow, Verifier: verifier, Bounds: bounds,
-			MaxSessions: e.Receiver.MaxSessions, MaxSessionsPerIP: e.Receiver.MaxSessionsPerIP,
-			MaxSessionTime: e.Receiver.MaxSessionTime.D(), ReadTimeout: e.Receiver.ReadTimeout.D()})
+	for _, rc := range receivers(e, o, log, allow, verifier, bounds) {
 		p.Sources = append(p.Sources, rc)
 		parts = append(parts, rc)
 		p.Checks = append(p.Checks, adapters.Check{Name: rc.Name(), Run: rc.Check, Listen: true},
@@ -83,6 +72,7 @@ func New(o Options) (*adapters.Provider, error) {
 				Folders: im.Folders, Mode: im.Mode, PollInterval: im.PollInterval.D(), MarkSeen: im.MarkSeen, MoveTo: im.MoveTo,
 				Dropzone: o.Dropzone, MaxArtifact: o.Limits.MaxArtifactBytes, MaxMessage: o.Limits.MaxMessageBytes, Logger: log,
 				Progress: o.Progress, Since: sinceOf(im), Verifier: verifier, Bounds: bounds,
+				DedupeWindow: e.Receiver.DedupeWindow.D(),
 			})
 			p.Sources = append(p.Sources, src)
 			parts = append(parts, src)
@@ -114,6 +104,26 @@ func New(o Options) (*adapters.Provider, error) {
 		p.Health = adapters.CombineHealth(parts...)
 	}
 	return p, nil
+}
+
+// receivers makes the receiver's SMTP and LMTP listeners that are set.
+func receivers(e Config, o Options, log *slog.Logger, allow []netip.Prefix, verifier *Verifier, bounds *Bounds) []*Receiver {
+	var out []*Receiver
+	for _, r := range []struct {
+		addr string
+		lmtp bool
+	}{{e.Receiver.SMTP, false}, {e.Receiver.LMTP, true}} {
+		if r.addr == "" {
+			continue
+		}
+		out = append(out, NewReceiver(ReceiverOptions{Addr: r.addr, LMTP: r.lmtp, Hostname: e.Receiver.Hostname, Own: ownAddresses(e),
+			MaxMessage: o.Limits.MaxMessageBytes, MaxArtifact: o.Limits.MaxArtifactBytes, Dropzone: o.Dropzone, Logger: log,
+			AllowFrom: allow, Verifier: verifier, Bounds: bounds,
+			MaxSessions: e.Receiver.MaxSessions, MaxSessionsPerIP: e.Receiver.MaxSessionsPerIP,
+			MaxSessionTime: e.Receiver.MaxSessionTime.D(), ReadTimeout: e.Receiver.ReadTimeout.D(),
+			DedupeWindow: e.Receiver.DedupeWindow.D()}))
+	}
+	return out
 }
 
 // ownAddresses are the addresses mail to us is sent to: every account's

@@ -38,6 +38,10 @@ type ReceiverOptions struct {
 	AllowFrom []netip.Prefix
 	// Verifier checks who sent each message (metadata.extra.auth).
 	Verifier *Verifier
+	// DedupeWindow is how far apart two identical mails without a
+	// Message-ID may be received and still be one message (a client's
+	// retry); default DefaultDedupeWindow.
+	DedupeWindow time.Duration
 	// Bounds bound the text a message file keeps and how many messages
 	// normalise at once, shared with the provider's other sources.
 	Bounds *Bounds
@@ -281,7 +285,7 @@ func (s *session) deliver(r io.Reader) error {
 	if err != nil {
 		return tempFail(rc, err)
 	}
-	m, err := Normalize(f, batch, obj, NormalizeOptions{Folder: "receiver", Own: rc.opts.Own, ReceivedAt: time.Now().UTC(), MaxArtifact: rc.opts.MaxArtifact,
+	m, err := Normalize(f, batch, obj, NormalizeOptions{Folder: "receiver", Own: rc.opts.Own, ReceivedAt: rc.opts.Now().UTC(), MaxArtifact: rc.opts.MaxArtifact,
 		Verifier: rc.opts.Verifier, Envelope: s.envelope(), Bounds: rc.opts.Bounds})
 	f.Close()
 	if err != nil {
@@ -292,8 +296,7 @@ func (s *session) deliver(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ev := adapters.Event{Message: m, JoinKnownThread: true, UnverifiedSender: rc.opts.Verifier.UnverifiedSender(m)}
-	if err := (*sinkp).Deliver(ctx, ev); err != nil {
+	if err := (*sinkp).Deliver(ctx, event(m, rc.opts.Verifier, rc.opts.DedupeWindow)); err != nil {
 		return tempFail(rc, err)
 	}
 	rc.Event()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/smtp"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -401,7 +402,8 @@ func TestNotifyCrashDuringIngest(t *testing.T) {
 		go func() {
 			defer senders.Done()
 			for i := range work {
-				for sendMail(recv, "ann@example.com", "agent@example.com", fmt.Sprintf("c%d@example.com", i), fmt.Sprint("m ", i), "x") != nil {
+				msg := mailText("ann@example.com", "agent@example.com", fmt.Sprintf("c%d@example.com", i), fmt.Sprint("m ", i), "x")
+				for smtp.SendMail(recv, nil, "ann@example.com", []string{"agent@example.com"}, msg) != nil {
 					select {
 					case <-done:
 						return
