@@ -119,7 +119,7 @@ func (s *IMAPSource) ingest(ctx context.Context, ic *imapConn, folder string, po
 	var pend *pendingChunk
 	for i := 0; i < len(uids); {
 		chunk := uids[i:min(i+s.opts.Chunk, len(uids))]
-		c, err := s.fetchChunk(ctx, ic, folder, pos.validity, chunk, sink)
+		c, err := s.fetchChunk(ctx, ic, folder, pos.validity, chunk)
 		if err != nil {
 			s.settle(ic, pend)
 			return err
@@ -202,7 +202,7 @@ func (s *IMAPSource) after(ic *imapConn, done []imap.UID) {
 // fetchChunk fetches and normalises some messages into a dropzone batch;
 // the caller commits it. Messages over IMAPOptions.MaxMessage are fetched
 // with their header only.
-func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID, sink adapters.Sink) (*fetched, error) {
+func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string, validity uint32, uids []imap.UID) (*fetched, error) {
 	ic.deadline(s.opts.Timeout)
 	want, sizes, err := s.sizes(ic, uids)
 	if err != nil {
