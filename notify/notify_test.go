@@ -116,6 +116,26 @@ func ntNone(t *testing.T, calls chan ntCall, wait time.Duration) {
 	}
 }
 
+// ntHookEnv waits for an exec hook to write a line to fifo, then reads
+// the environment it saved (env > path).
+func ntHookEnv(t *testing.T, fifo, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(fifo) // blocks until the hook opens it to write
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	env := map[string]string{}
+	b, _ := os.ReadFile(path)
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
 // An exec hook gets the message's facts in its environment, its front
 // matter and body as JSON on stdin, and nothing of the service's own
 // environment.
@@ -133,20 +153,7 @@ func TestExecHookEnvironmentAndStdin(t *testing.T) {
 	m.CorrelationID = "bug_7"
 	ntWrite(t, mb, m)
 
-	f, err := os.Open(fifo) // blocks until the hook opens it to write
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(f).ReadString('\n')
-	f.Close()
-
-	env := map[string]string{}
-	b, _ := os.ReadFile(filepath.Join(dir, "env"))
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
 	e, err := mb.Get(context.Background(), m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +175,7 @@ func TestExecHookEnvironmentAndStdin(t *testing.T) {
 		t.Error("the service's environment reached the hook")
 	}
 	var got schema.Message
-	b, _ = os.ReadFile(filepath.Join(dir, "stdin"))
+	b, _ := os.ReadFile(filepath.Join(dir, "stdin"))
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("stdin is not the message as JSON: %v\n%s", err, b)
 	}
@@ -420,19 +427,7 @@ func TestDeadLetterEvents(t *testing.T) {
 	}
 	ntNone(t, calls, 300*time.Millisecond)
 
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	env := map[string]string{}
-	b, _ := os.ReadFile(filepath.Join(dir, "env"))
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
 	for k, v := range map[string]string{"COURIER_EVENT": "dead", "COURIER_MESSAGE_ID": got.ID, "COURIER_PROVIDER": "slack",
 		"COURIER_MESSAGE_PATH": filepath.Join(mb.Root, rel), "COURIER_THREAD_KEY": "", "COURIER_COUNT": "1"} {
 		if env[k] != v {

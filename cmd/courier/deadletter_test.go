@@ -108,20 +108,14 @@ func dlHookRuns(t *testing.T, s *testutil.Serve, ran <-chan string, dir, provide
 		t.Fatalf("%d hook calls, want %d", len(envs), n)
 	}
 	for _, e := range envs {
-		b, _ := os.ReadFile(e)
-		env := map[string]string{}
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, "="); ok {
-				env[k] = v
-			}
-		}
+		env := ntEnv(e)
 		k, ok := kept[env["COURIER_MESSAGE_PATH"]]
 		if !ok || env["COURIER_EVENT"] != "dead" || !strings.HasPrefix(env["COURIER_MESSAGE_ID"], ".deadletter/"+provider+"/") {
 			t.Errorf("hook env %v", env)
 			continue
 		}
 		var info struct{ Reason string }
-		b, _ = os.ReadFile(strings.TrimSuffix(e, ".env") + ".json")
+		b, _ := os.ReadFile(strings.TrimSuffix(e, ".env") + ".json")
 		if err := json.Unmarshal(b, &info); err != nil || !strings.HasPrefix(k[1], info.Reason+"\n") || info.Reason == "" {
 			t.Errorf("hook stdin %s (%v)", b, err)
 		}

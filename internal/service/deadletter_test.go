@@ -14,6 +14,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/wstest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -27,15 +28,8 @@ type nopSink struct{ adapters.Sink }
 // refused beyond the bound, on disk) and the events ignored on purpose,
 // by provider; a refusal is logged once a minute, not once an event.
 func TestDeadLetterSinkCounted(t *testing.T) {
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
+	w := wstest.Mailbox(t)
+	root, mb := w.Root, w.MB
 	dl := mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: 1})
 	var logged testutil.Buffer
 	sink := NewDeadLetterSink(nopSink{}, dl, []confkit.Secret{"sig-5ecret-value"}, slog.New(slog.NewTextHandler(&logged, nil)))
