@@ -46,7 +46,8 @@
 // a Source may be a Starter (connect and check credentials before the
 // service counts as started), a Stopper, an ErrorReporter (record the errors
 // of its Run loop) and a Fetcher (one pass, for `courier fetch`); any part
-// may be a HealthReporter.
+// may be a HealthReporter; the Sink may be a DeadLetterSink, which Sources
+// reach through SetAside (deadletter.go).
 //
 // # Adding a provider
 //

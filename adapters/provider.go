@@ -39,6 +39,10 @@ type Provider struct {
 	Webhook Webhook
 	// Health is the provider's one entry on /health; nil reports nothing.
 	Health HealthReporter
+	// Ignored counts, by reason, the inbound events the provider does not
+	// file on purpose (see DeadLetter); /health and /metrics show them.
+	// Nil when it ignores nothing.
+	Ignored *Ignored
 	// Checks are what `courier doctor` asks of the provider:
 	// connectivity and credentials.
 	Checks []Check

@@ -2,12 +2,12 @@ package adapters
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // ScrubRaw readies a decoded JSON value (an event, for
 // metadata.provider_raw) to be kept: every key that holds or names a
-// secret ("token", "secret", any key ending in "_token") is removed, at
+// secret ("token", "secret", "encrypt_key", "password", any key ending in
+// "_token" or "_secret") is removed, at
 // every depth, and what lies deeper than 16 levels is replaced by
 // "(nested too deep)". leaf, when set, rewrites each other value in maps
 // and lists. Maps are changed in place; the value to keep is returned.
@@ -17,8 +17,7 @@ func scrub(v any, leaf func(any) any, depth int) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, x := range t {
-			lk := strings.ToLower(k)
-			if lk == "token" || strings.HasSuffix(lk, "_token") || lk == "secret" {
+			if secretKey(k) {
 				delete(t, k)
 				continue
 			}

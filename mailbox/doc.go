@@ -6,7 +6,8 @@
 //	.monoco/mailbox/inbound/<provider>/      messages, written by Courier, read-only to agents
 //	.monoco/mailbox/outbound/<provider>/     drafts queued by `courier send`
 //	.monoco/mailbox/archive/<provider>/      inbound marked done, outbound delivered
-//	.monoco/mailbox/.deadletter/<provider>/  what failed for good, with the reason in the file
+//	.monoco/mailbox/.deadletter/<provider>/  what failed for good, with the reason in the file; and
+//	                                         inbound payloads that could not become messages (deadletter.go)
 //	.monoco/mailbox/.tmp/                    staging for atomic writes and debounce groups
 //	.monoco/mailbox/.state/courier.db        SQLite (WAL): index, dedupe keys, claims, checkpoints
 //	.monoco/dropzone/                        attachments, see package dropzone

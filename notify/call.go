@@ -55,16 +55,7 @@ func (r *Runner) payload(ctx context.Context, h *hookState, items []*item) ([]by
 	var docs []json.RawMessage
 	var last target
 	for _, it := range items {
-		var v any
-		var e *mailbox.Entry
-		var err error
-		if it.kind == mailbox.EventInbound {
-			m, me, merr := r.mb.Message(ctx, it.id)
-			v, e, err = m, me, merr
-		} else {
-			d, de, derr := r.mb.Draft(ctx, it.id)
-			v, e, err = d, de, derr
-		}
+		v, t, err := r.read(ctx, it)
 		if err != nil && (ctx.Err() != nil || errors.Is(err, mailbox.ErrBusy)) {
 			return nil, last, err // the call fails, and is retried
 		}
@@ -79,7 +70,7 @@ func (r *Runner) payload(ctx context.Context, h *hookState, items []*item) ([]by
 			return nil, last, fmt.Errorf("notify: %s: %w", it.id, err)
 		}
 		docs = append(docs, b)
-		last = target{id: it.id, path: filepath.Join(r.opts.Root, e.Path), provider: string(e.Provider), thread: e.Session.ThreadKey, correlation: e.CorrelationID}
+		last = t
 	}
 	if len(docs) == 0 {
 		return nil, last, errGone
@@ -89,6 +80,34 @@ func (r *Runner) payload(ctx context.Context, h *hookState, items []*item) ([]by
 		return b, last, err
 	}
 	return docs[0], last, nil
+}
+
+// read reads an event's file where it is now: the message, the draft, or
+// the dead letter of an inbound event that could not become a message
+// (what the hook gets is then mailbox.DeadLetterInfo, its path the
+// payload's).
+func (r *Runner) read(ctx context.Context, it *item) (any, target, error) {
+	if it.kind == mailbox.EventDead && mailbox.IsDeadLetterID(it.id) {
+		dl, err := r.mb.DeadLetter(it.id)
+		if err != nil {
+			return nil, target{}, err
+		}
+		return dl, target{id: it.id, path: filepath.Join(r.opts.Root, dl.Path), provider: string(dl.Provider)}, nil
+	}
+	var v any
+	var e *mailbox.Entry
+	var err error
+	if it.kind == mailbox.EventInbound {
+		m, me, merr := r.mb.Message(ctx, it.id)
+		v, e, err = m, me, merr
+	} else {
+		d, de, derr := r.mb.Draft(ctx, it.id)
+		v, e, err = d, de, derr
+	}
+	if err != nil {
+		return nil, target{}, err
+	}
+	return v, target{id: it.id, path: filepath.Join(r.opts.Root, e.Path), provider: string(e.Provider), thread: e.Session.ThreadKey, correlation: e.CorrelationID}, nil
 }
 
 // errGone is a call with nothing left to tell: it counts as done.

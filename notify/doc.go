@@ -1,6 +1,8 @@
 // Package notify wakes agents: it runs the configured hooks (courier.notify)
-// when a message becomes durable in inbound/, and when a draft is
-// delivered or dead-lettered, so that an agent learns its reply failed.
+// when a message becomes durable in inbound/, when a draft is delivered or
+// dead-lettered, so that an agent learns its reply failed, and when an
+// inbound event or mail that could not become a message is set aside in
+// .deadletter/<provider>/ (a dead event too).
 //
 // The contract, at least once and in order per thread:
 //
@@ -52,7 +54,12 @@
 // For a digest the single-message variables are those of the call's last
 // (newest) event. On standard input it gets the message's front matter
 // and body as one JSON object (a draft's for delivered and dead, with its
-// delivery block); a digest gets a JSON array of them, oldest first.
+// delivery block); a digest gets a JSON array of them, oldest first. A
+// dead event of an inbound event set aside is not a message: its id is
+// the payload's path below the mailbox folder (.deadletter/slack/...),
+// COURIER_MESSAGE_PATH the payload, and the JSON mailbox.DeadLetterInfo
+// (id, provider, path, reason, source, set_aside_at, size); its
+// provider's dead letters are one thread.
 //
 // A url hook gets the same JSON as a POST (Content-Type application/json)
 // with the headers X-Courier-Event, X-Courier-Hook, X-Courier-Delivery,

@@ -529,6 +529,17 @@ func (r *Runner) factsOf(ctx context.Context, ev mailbox.Event) (*facts, error) 
 		}
 		return f, nil
 	}
+	if ev.Kind == mailbox.EventDead && mailbox.IsDeadLetterID(ev.ID) {
+		// An inbound event that could not become a message: no
+		// correlation, no mentions; its provider's dead letters are one
+		// lane.
+		dl, err := r.mb.DeadLetter(ev.ID)
+		if err != nil {
+			return r.missing(ctx, ev, err)
+		}
+		f.provider, f.lane = dl.Provider, string(dl.Provider)+" deadletter"
+		return f, nil
+	}
 	d, _, err := r.mb.Draft(ctx, ev.ID)
 	if err != nil {
 		return r.missing(ctx, ev, err)

@@ -116,6 +116,26 @@ func ntNone(t *testing.T, calls chan ntCall, wait time.Duration) {
 	}
 }
 
+// ntHookEnv waits for an exec hook to write a line to fifo, then reads
+// the environment it saved (env > path).
+func ntHookEnv(t *testing.T, fifo, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(fifo) // blocks until the hook opens it to write
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	env := map[string]string{}
+	b, _ := os.ReadFile(path)
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
 // An exec hook gets the message's facts in its environment, its front
 // matter and body as JSON on stdin, and nothing of the service's own
 // environment.
@@ -133,20 +153,7 @@ func TestExecHookEnvironmentAndStdin(t *testing.T) {
 	m.CorrelationID = "bug_7"
 	ntWrite(t, mb, m)
 
-	f, err := os.Open(fifo) // blocks until the hook opens it to write
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(f).ReadString('\n')
-	f.Close()
-
-	env := map[string]string{}
-	b, _ := os.ReadFile(filepath.Join(dir, "env"))
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
 	e, err := mb.Get(context.Background(), m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +175,7 @@ func TestExecHookEnvironmentAndStdin(t *testing.T) {
 		t.Error("the service's environment reached the hook")
 	}
 	var got schema.Message
-	b, _ = os.ReadFile(filepath.Join(dir, "stdin"))
+	b, _ := os.ReadFile(filepath.Join(dir, "stdin"))
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("stdin is not the message as JSON: %v\n%s", err, b)
 	}
@@ -381,6 +388,55 @@ func TestDraftEvents(t *testing.T) {
 	// Inbound mail does not reach a hook on drafts only.
 	ntWrite(t, mb, ntMsg("C1_1700000000_000701", ""))
 	ntNone(t, calls, 200*time.Millisecond)
+}
+
+// An inbound event that could not become a message fires dead too, with
+// what the dead letter says as the JSON and its payload's path; a hook
+// on one provider gets its provider's only, and a hook on inbound mail
+// none.
+func TestDeadLetterEvents(t *testing.T) {
+	mb := ntMailbox(t)
+	srv, calls := ntServer(t, nil)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "done")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ntStart(t, mb,
+		Hook{Name: "dead", URL: srv.URL, Secret: "k", On: []mailbox.EventKind{mailbox.EventDead}, Providers: []schema.Provider{schema.Slack}},
+		Hook{Name: "inbound", URL: srv.URL, Secret: "k"},
+		Hook{Name: "exec", Exec: []string{`env > "$OUT/env"; cat > "$OUT/stdin"; echo ok > "$FIFO"`}, Shell: true,
+			Env: map[string]string{"OUT": dir, "FIFO": fifo}, On: []mailbox.EventKind{mailbox.EventDead}, Providers: []schema.Provider{schema.Slack}})
+	dl := mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{})
+	ctx := context.Background()
+	if _, _, err := dl.Put(ctx, mailbox.RawDeadLetter{Provider: schema.Lark, Reason: "lark's", Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	rel, _, err := dl.Put(ctx, mailbox.RawDeadLetter{Provider: schema.Slack, Source: "slack socket mode, event Ev9", Reason: "slack: a message event without a ts", Payload: []byte(`{"a":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ntNext(t, calls, "the dead letter's event")
+	var got mailbox.DeadLetterInfo
+	if err := json.Unmarshal(c.body, &got); err != nil || got.Path != rel || got.Provider != schema.Slack ||
+		got.Reason != "slack: a message event without a ts" || got.Source != "slack socket mode, event Ev9" || got.Size != 7 {
+		t.Errorf("body %s (%v)", c.body, err)
+	}
+	if c.header.Get("X-Courier-Event") != "dead" || c.header.Get("X-Courier-Hook") != "dead" {
+		t.Errorf("headers %v", c.header)
+	}
+	ntNone(t, calls, 300*time.Millisecond)
+
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
+	for k, v := range map[string]string{"COURIER_EVENT": "dead", "COURIER_MESSAGE_ID": got.ID, "COURIER_PROVIDER": "slack",
+		"COURIER_MESSAGE_PATH": filepath.Join(mb.Root, rel), "COURIER_THREAD_KEY": "", "COURIER_COUNT": "1"} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); !strings.Contains(string(b), `"reason":"slack: a message event without a ts"`) {
+		t.Errorf("stdin %s", b)
+	}
 }
 
 // A hook stopped mid-call (the service stopping, or dying) runs again at

@@ -67,6 +67,11 @@
 //		return sink.Deliver(ctx, ev)
 //	})
 //
+// An event its normaliser cannot make a message of (adapters.Undeliverable)
+// it hands to adapters.SetAside instead, as received, and an event it does
+// not file on purpose it counts in its Provider.Ignored: neither is only a
+// log line.
+//
 // Its transports call that path through Joiner.Do, keyed by the
 // provider's message or event id (a transport that takes a slot before it
 // begins a handling, as Lark's long connection does, uses Join, Begin and

@@ -3,9 +3,11 @@ package email
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,7 +134,7 @@ func (s *IMAPSource) ingest(ctx context.Context, ic *imapConn, folder string, po
 		}
 		pend = &pendingChunk{errc: make(chan error, 1), done: c.done}
 		go func(c *fetched, errc chan<- error, cp *adapters.Checkpoint) {
-			errc <- c.commit(ctx, sink, cp)
+			errc <- c.commit(ctx, sink, cp, s.log)
 		}(c, pend.errc, pos.checkpoint(chunk[len(chunk)-1]))
 		prog.add(len(chunk))
 		s.Event()
@@ -162,22 +164,42 @@ type pendingChunk struct {
 
 // fetched is a chunk read from the server: its events, the dropzone batch
 // holding their raw messages and attachments, and the UIDs the mailbox
-// holds once it is delivered.
+// holds once it is delivered; dead are the messages the server sent no
+// body for, set aside when the chunk is committed.
 type fetched struct {
 	events []adapters.Event
 	batch  *dropzone.Batch
 	done   []imap.UID
 	taken  int // how many of the chunk's UIDs it covers
+	dead   []adapters.DeadLetter
+
+	folder   string // where it was read
+	validity uint32
 }
 
-// commit makes the chunk durable: the dropzone batch, then the messages and
-// the checkpoint, which goes last so that it moves only once all are.
-func (c *fetched) commit(ctx context.Context, sink adapters.Sink, cp *adapters.Checkpoint) error {
+// commit makes the chunk durable: the dropzone batch, the dead letters,
+// then the messages and the checkpoint, which goes last so that it moves
+// only once all are.
+func (c *fetched) commit(ctx context.Context, sink adapters.Sink, cp *adapters.Checkpoint, log *slog.Logger) error {
 	if err := c.batch.Commit(); err != nil {
 		c.batch.Abort()
 		return err
 	}
+	for _, d := range c.dead {
+		if err := adapters.SetAside(ctx, sink, log, d); err != nil {
+			return err
+		}
+	}
 	return sink.Deliver(ctx, append(c.events, adapters.Event{Checkpoint: cp})...)
+}
+
+// bodiless is the dead letter of a message the server listed but sent no
+// body for: the message stays on the server, and the checkpoint moves
+// past it, so what is kept is where to find it.
+func (s *IMAPSource) bodiless(folder string, validity uint32, fm *fetchedMessage) adapters.DeadLetter {
+	ref, _ := json.Marshal(map[string]any{"account": s.opts.Account, "folder": folder, "uidvalidity": validity, "uid": uint32(fm.uid)})
+	return adapters.DeadLetter{Provider: schema.Email, Source: "imap " + s.opts.Account + "/" + folder, Payload: ref,
+		Reason: fmt.Sprintf("imap: the server sent no body for UID %d (UIDVALIDITY %d): the message is still on the server, not in the mailbox", fm.uid, validity)}
 }
 
 // after marks seen or moves what a delivered chunk holds, when asked.
@@ -209,7 +231,7 @@ func (s *IMAPSource) fetchChunk(ctx context.Context, ic *imapConn, folder string
 		return nil, err
 	}
 	uids, want = s.fit(uids, want, sizes)
-	c := &fetched{batch: s.opts.Dropzone.NewBatch(), taken: len(uids)}
+	c := &fetched{batch: s.opts.Dropzone.NewBatch(), taken: len(uids), folder: folder, validity: validity}
 	if len(want) == 0 {
 		return c, nil
 	}
@@ -318,7 +340,9 @@ func (s *IMAPSource) fetchBodies(ic *imapConn, c *fetched, set imap.UIDSet, sect
 			readErr = err
 			break
 		}
-		if fm != nil {
+		if fm.mem == nil && fm.obj == nil {
+			c.dead = append(c.dead, s.bodiless(c.folder, c.validity, fm))
+		} else {
 			pool.add(fm)
 		}
 		ic.deadline(s.opts.Timeout)
@@ -390,8 +414,7 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 		}
 	}
 	if fm.mem == nil && fm.obj == nil {
-		s.log.Warn("imap: the server sent no body for a message", "uid", fm.uid)
-		return nil, nil
+		return fm, nil // no body: set aside (fetchBodies)
 	}
 	if fm.internal.IsZero() {
 		fm.internal = time.Now()

@@ -51,6 +51,9 @@ type memOptions struct {
 	noIdle bool
 	// loginErr, when set, is every login's answer.
 	loginErr error
+	// noBody answers the source's FETCH of a message's body without
+	// the body (what a server does for a message it cannot read).
+	noBody bool
 }
 
 // loginErrSession answers every login with an error. (It keeps MOVE, which
@@ -67,6 +70,15 @@ type moveSession interface {
 
 func (s loginErrSession) Login(username, password string) error { return s.err }
 
+// noBodySession answers every FETCH without its body sections.
+type noBodySession struct{ moveSession }
+
+func (s noBodySession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
+	o := *options
+	o.BodySection = nil
+	return s.moveSession.Fetch(w, numSet, &o)
+}
+
 func startMemIMAP(t testing.TB, o memOptions) *memIMAP {
 	t.Helper()
 	mem := imapmemserver.New()
@@ -79,6 +91,9 @@ func startMemIMAP(t testing.TB, o memOptions) *memIMAP {
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
 			if o.loginErr != nil {
 				return loginErrSession{mem.NewSession().(moveSession), o.loginErr}, nil, nil
+			}
+			if o.noBody {
+				return noBodySession{mem.NewSession().(moveSession)}, nil, nil
 			}
 			return mem.NewSession(), nil, nil
 		},

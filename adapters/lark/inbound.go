@@ -10,6 +10,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/chatsync"
+	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
 
@@ -130,11 +131,14 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 		}
 	}
 	out, err := r.normalize(ctx, ev)
+	if reason, ok := adapters.UndeliverableReason(err); ok {
+		return r.setAside(ctx, sink, ev, reason)
+	}
 	if err != nil {
 		return err
 	}
 	if out == nil || out.Message == nil {
-		// Deliberately nothing to write (not a message, or unreadable).
+		// Deliberately nothing to write (not a message, our own).
 		return nil
 	}
 	chat := strings.TrimSpace(pk.Message.ChatID)
@@ -152,6 +156,21 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 		r.replay.noteThread(chat, pk.Message.ThreadID, ms)
 		return nil
 	})
+}
+
+// setAside keeps an event that cannot be filed as a dead letter: the
+// event as the transport received it (a message from history as the
+// event normalize read).
+func (r *receiver) setAside(ctx context.Context, sink adapters.Sink, ev event, reason string) error {
+	payload := ev.raw
+	if payload == nil {
+		payload = ev.Event
+	}
+	source := "lark " + cmp.Or(ev.via, "history")
+	if id := strings.TrimSpace(ev.Header.EventID); id != "" {
+		source += ", event " + clip(id, 64)
+	}
+	return adapters.SetAside(ctx, sink, r.a.log, adapters.DeadLetter{Provider: schema.Lark, Source: source, Reason: reason, Payload: payload})
 }
 
 // deliver hands ev to the Sink.

@@ -55,7 +55,7 @@ func New(o Options) (*adapters.Provider, error) {
 	if err := a.inbound(p); err != nil {
 		return nil, err
 	}
-	p.Health = &a.health
+	p.Health, p.Ignored = &a.health, &a.ignored
 	p.Secrets = []confkit.Secret{o.Config.AppSecret, o.Config.VerificationToken, o.Config.EncryptKey}
 	if o.Config.AppID != "" {
 		p.Self = []string{o.Config.AppID}

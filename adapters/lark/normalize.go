@@ -29,8 +29,10 @@ type Adapter struct {
 	dz     *dropzone.Store
 	log    *slog.Logger
 	health adapters.HealthTracker
-	tok    tokens
-	dir    directory
+	// ignored counts the events not filed on purpose, by reason.
+	ignored adapters.Ignored
+	tok     tokens
+	dir     directory
 }
 
 // baseURL is the API base of courier.adapters.lark.domain: feishu (the
@@ -84,6 +86,11 @@ type event struct {
 	// forward that still fails to be fetched is noted in the file, not
 	// retried. Never read from what Lark sends.
 	lastTry bool
+	// raw is the event as received (parseEvent's input): what is kept as
+	// the dead letter of an event that cannot be filed. via names the
+	// transport, for its source: "ws", "webhook"; "" for history.
+	raw []byte
+	via string
 }
 
 // givesUp reports whether a fetch that failed, and might pass if tried
@@ -131,7 +138,7 @@ type body struct {
 
 // parseEvent reads an event as received.
 func parseEvent(data []byte) (event, error) {
-	var ev event
+	ev := event{raw: data}
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return ev, fmt.Errorf("lark: event is not JSON: %w", err)
 	}
@@ -154,21 +161,26 @@ const maxLookups = 20
 const maxContent = 1 << 20
 
 // normalize maps one event to the message file it makes (DESIGN §2-5). It
-// returns nil, nil for an event that writes nothing, and an error only when
-// trying again could succeed (a resource fetch that may pass).
+// returns nil, nil for an event that writes nothing on purpose (counted in
+// a.ignored), an adapters.Undeliverable error for a message event it
+// cannot make a message of (the transport sets it aside as a dead
+// letter), and any other error only when trying again could succeed (a
+// resource fetch that may pass).
 func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, error) {
-	var b body
-	if err := json.Unmarshal(ev.Event, &b); err != nil {
-		a.log.Warn("lark: event body not readable; nothing written", "event_id", clip(ev.Header.EventID, 100), "error", err)
+	switch ev.Header.EventType {
+	case "im.message.receive_v1", "im.message.recalled_v1":
+	default:
+		a.ignored.Add("event_type")
 		return nil, nil
 	}
-	switch ev.Header.EventType {
-	case "im.message.receive_v1":
-		return a.received(ctx, ev, &b)
-	case "im.message.recalled_v1":
+	var b body
+	if err := json.Unmarshal(ev.Event, &b); err != nil {
+		return nil, adapters.Undeliverable(fmt.Sprintf("lark: the body of an %s event is not readable: %s", ev.Header.EventType, clip(err.Error(), 200)))
+	}
+	if ev.Header.EventType == "im.message.recalled_v1" {
 		return a.recalled(ctx, ev, &b)
 	}
-	return nil, nil
+	return a.received(ctx, ev, &b)
 }
 
 // newMessage is an inbound Lark message with its session and thread
@@ -192,8 +204,14 @@ func (a *Adapter) received(ctx context.Context, ev event, b *body) (*adapters.Ev
 	m := &b.Message
 	id := threading.LarkID(m.MessageID)
 	if id == "" || strings.TrimSpace(m.ChatID) == "" {
-		a.log.Warn("lark: message without a message_id or a chat_id; nothing written", "event_id", clip(ev.Header.EventID, 100))
-		return nil, nil
+		what := "a message_id"
+		switch {
+		case id == "" && strings.TrimSpace(m.ChatID) == "":
+			what = "a message_id or a chat_id"
+		case id != "":
+			what = "a chat_id"
+		}
+		return nil, adapters.Undeliverable("lark: an im.message.receive_v1 event without " + what + ": it cannot be placed")
 	}
 	if b.Sender.SenderType == "app" && a.cfg.AppID != "" && (b.Sender.SenderID.OpenID == a.cfg.AppID || b.Sender.SenderID.AppID == a.cfg.AppID) {
 		// Our own message: dropped by the pipeline; nothing fetched.
@@ -394,8 +412,7 @@ func (a *Adapter) putContent(msg *schema.Message, batch *dropzone.Batch, extra m
 func (a *Adapter) recalled(ctx context.Context, ev event, b *body) (*adapters.Event, error) {
 	rid := threading.LarkID(b.MessageID)
 	if rid == "" {
-		a.log.Warn("lark: recall that names no message; nothing written", "event_id", clip(ev.Header.EventID, 100))
-		return nil, nil
+		return nil, adapters.Undeliverable("lark: an im.message.recalled_v1 event that names no message (no message_id)")
 	}
 	// The recall event says which chat, not what kind: the chat API
 	// does (a p2p chat is a direct session, as its messages were).

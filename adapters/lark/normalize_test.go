@@ -237,17 +237,16 @@ func TestRules(t *testing.T) {
 	}
 }
 
-// TestWritesNothing: an event that is not a message, and a message event
-// without its ids, write nothing and are not retried.
+// TestWritesNothing: an event that is not a message writes nothing and
+// is counted; a message event without its ids is not retried either, but
+// Undeliverable, with a reason naming what is missing: the transport sets
+// it aside as a dead letter (it wrote nothing and said so in the log
+// only, before).
 func TestWritesNothing(t *testing.T) {
 	s := fakeLark(t)
 	a, _ := testAdapter(t, s.URL(), s.Options().AppSecret)
 	for name, body := range map[string]string{
-		"contact event":  `{"schema":"2.0","header":{"event_id":"e1","event_type":"contact.user.created_v3"},"event":{"object":{"open_id":"ou_x"}}}`,
-		"no message_id":  `{"schema":"2.0","header":{"event_id":"e2","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_chat","message_type":"text","content":"{\"text\":\"x\"}"}}}`,
-		"no chat_id":     `{"schema":"2.0","header":{"event_id":"e3","event_type":"im.message.receive_v1"},"event":{"message":{"message_id":"om_1","message_type":"text","content":"{\"text\":\"x\"}"}}}`,
-		"recall no id":   `{"schema":"2.0","header":{"event_id":"e4","event_type":"im.message.recalled_v1"},"event":{"chat_id":"oc_chat"}}`,
-		"event a string": `{"schema":"2.0","header":{"event_id":"e5","event_type":"im.message.receive_v1"},"event":"om_1"}`,
+		"contact event": `{"schema":"2.0","header":{"event_id":"e1","event_type":"contact.user.created_v3"},"event":{"object":{"open_id":"ou_x"}}}`,
 	} {
 		ev, err := parseEvent([]byte(body))
 		if err != nil {
@@ -255,6 +254,24 @@ func TestWritesNothing(t *testing.T) {
 		}
 		if out, err := a.normalize(context.Background(), ev); out != nil || err != nil {
 			t.Errorf("%s: %+v, %v; want nothing written and no retry", name, out, err)
+		}
+	}
+	if got := a.ignored.Counts(); got["event_type"] != 1 || len(got) != 1 {
+		t.Errorf("ignored %v, want event_type: 1", got)
+	}
+	for name, tc := range map[string]struct{ body, reason string }{
+		"no message_id":  {`{"schema":"2.0","header":{"event_id":"e2","event_type":"im.message.receive_v1"},"event":{"message":{"chat_id":"oc_chat","message_type":"text","content":"{\"text\":\"x\"}"}}}`, "without a message_id"},
+		"no chat_id":     {`{"schema":"2.0","header":{"event_id":"e3","event_type":"im.message.receive_v1"},"event":{"message":{"message_id":"om_1","message_type":"text","content":"{\"text\":\"x\"}"}}}`, "without a chat_id"},
+		"recall no id":   {`{"schema":"2.0","header":{"event_id":"e4","event_type":"im.message.recalled_v1"},"event":{"chat_id":"oc_chat"}}`, "names no message"},
+		"event a string": {`{"schema":"2.0","header":{"event_id":"e5","event_type":"im.message.receive_v1"},"event":"om_1"}`, "is not readable"},
+	} {
+		ev, err := parseEvent([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := a.normalize(context.Background(), ev)
+		if reason, ok := adapters.UndeliverableReason(err); out != nil || !ok || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%s: %+v, %v; want Undeliverable, %q", name, out, err, tc.reason)
 		}
 	}
 	if _, err := parseEvent([]byte("{not json")); err == nil || !strings.HasPrefix(err.Error(), "lark: ") {

@@ -148,6 +148,7 @@ func (wh *webhook) parse(plain []byte) (chatsync.Delivery, *chatsync.Refusal) {
 	if err != nil {
 		return chatsync.Delivery{}, chatsync.Refuse(http.StatusBadRequest, "lark: the body is not an event")
 	}
+	ev.via = "webhook"
 	return chatsync.Delivery{ID: clip(ev.Header.EventID, 80), Handle: func(ctx context.Context, sink adapters.Sink) error {
 		return wh.handleOnce(ctx, sink, ev)
 	}}, nil

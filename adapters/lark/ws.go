@@ -21,6 +21,7 @@ import (
 
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/adapters/chatsync"
+	"github.com/monoco/courier/schema"
 )
 
 // The long connection (mode ws), on the SDK's ws client (v3.11.0), with
@@ -292,7 +293,7 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 	d.OnCustomizedEvent("im.message.receive_v1", handler)
 	d.OnCustomizedEvent("im.message.recalled_v1", handler)
 	for _, t := range wsIgnored {
-		d.OnCustomizedEvent(t, func(context.Context, *larkevent.EventReq) error { return nil })
+		d.OnCustomizedEvent(t, func(context.Context, *larkevent.EventReq) error { a.ignored.Add("event_type"); return nil })
 	}
 	hc := a.apiClient()
 	hc.Timeout = wsEndpointTimeout
@@ -431,10 +432,10 @@ func (s *wsSource) catchUpPass(ctx context.Context, sink adapters.Sink) error {
 func (s *wsSource) onEvent(hctx context.Context, run *wsRun, req *larkevent.EventReq) error {
 	ev, err := parseEvent(req.Body)
 	if err != nil {
-		// The dispatcher read it as JSON already; nothing a retry fixes.
-		s.r.a.log.Warn("lark: event not readable; acked, nothing written", "err", err)
-		return nil
+		// Nothing a retry fixes: set aside (acked once it is kept).
+		return adapters.SetAside(hctx, run.sink, s.r.a.log, adapters.DeadLetter{Provider: schema.Lark, Source: "lark ws", Reason: err.Error(), Payload: req.Body})
 	}
+	ev.via = "ws"
 	bctx, cancel := context.WithTimeout(hctx, s.budget)
 	defer cancel()
 	f, err := s.start(bctx, run, ev)

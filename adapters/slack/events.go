@@ -79,19 +79,20 @@ func (r *receiver) verify(h http.Header, body []byte) ([]byte, *chatsync.Refusal
 }
 
 // parse reads an event_callback; app_rate_limited and the types Courier
-// does not ingest are answered 200 with nothing to store.
+// does not ingest are answered 200 with nothing to store (counted).
 func (r *receiver) parse(body []byte) (chatsync.Delivery, *chatsync.Refusal) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		return chatsync.Delivery{}, chatsync.Refuse(http.StatusBadRequest, "slack: body is not an Events API payload")
 	}
 	if env.Type != "event_callback" {
+		r.otherPayload(env.Type)
 		return chatsync.Delivery{}, nil
 	}
 	if len(env.Event) == 0 || env.Event[0] != '{' {
 		return chatsync.Delivery{}, chatsync.Refuse(http.StatusBadRequest, "slack: event_callback without an event")
 	}
-	ev := event{ID: env.EventID, Inner: env.Event}
+	ev := event{ID: env.EventID, Inner: env.Event, Raw: body, Via: "events api"}
 	return chatsync.Delivery{ID: env.EventID, Handle: func(ctx context.Context, sink adapters.Sink) error {
 		return r.handleOnce(ctx, sink, ev)
 	}}, nil

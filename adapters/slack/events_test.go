@@ -232,8 +232,9 @@ func TestWebhookCorpus(t *testing.T) {
 		t.Fatalf("no corpus events in %s: %v", dir, err)
 	}
 	w := newInWorld(t, "events")
-	h := w.r.webhook(w.pipe)
+	h := w.r.webhook(w.sink)
 	want := map[string]bool{}
+	dead := 0
 	contents := map[string][]byte{}
 	stored := 0 // artifacts checked byte for byte
 	defer func() {
@@ -271,10 +272,14 @@ func TestWebhookCorpus(t *testing.T) {
 			continue
 		}
 		// What the transport must have done follows normalize's own
-		// answer: a file for a message, 200 and nothing for the rest, 503
-		// (Slack retries) when normalize fails.
+		// answer: a file for a message, 200 and a dead letter for what
+		// cannot be placed, 200 and nothing for the rest, 503 (Slack
+		// retries) when normalize fails.
 		out, nerr := w.a.normalize(context.Background(), event{ID: env.EventID, Inner: env.Event})
+		_, isDead := adapters.UndeliverableReason(nerr)
 		switch {
+		case isDead && code == http.StatusOK:
+			dead++
 		case nerr != nil:
 			t.Errorf("%s: normalize fails (%v), status %d", name, nerr, code)
 			continue
@@ -299,6 +304,9 @@ func TestWebhookCorpus(t *testing.T) {
 	files := w.files(t)
 	if len(files) != len(want) || len(want) == 0 {
 		t.Errorf("%d files, want %d (%v)", len(files), len(want), w.ids(t))
+	}
+	if n := len(w.deadLetters(t)); n != dead {
+		t.Errorf("%d dead letters, want %d", n, dead)
 	}
 	for id := range files {
 		if !want[id] {

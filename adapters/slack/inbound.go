@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -218,19 +219,16 @@ type peek struct {
 // and only once the channel is caught up (chatsync.Tracker.Live). An
 // error means nothing was acknowledged and a retry may succeed.
 func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) error {
+	// A field of another type is left empty, as normalize leaves it; an
+	// event that is no JSON object is normalize's to set aside.
 	var pk peek
-	if err := json.Unmarshal(ev.Inner, &pk); err != nil {
-		return fmt.Errorf("slack: event %s is not a JSON object: %w", ev.ID, err)
-	}
-	channel := ev.Channel
-	if channel == "" {
-		channel = pk.Channel
-	}
-	ts := pk.TS
-	if ts == "" {
-		ts = pk.EventTS
-	}
+	_ = json.Unmarshal(ev.Inner, &pk)
+	channel := cmp.Or(ev.Channel, pk.Channel)
+	ts := cmp.Or(pk.TS, pk.EventTS)
 	out, err := r.normalize(ctx, ev)
+	if reason, ok := adapters.UndeliverableReason(err); ok {
+		return r.setAside(ctx, sink, ev, reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -271,6 +269,35 @@ func (r *receiver) handle(ctx context.Context, sink adapters.Sink, ev event) err
 		}
 		return nil
 	})
+}
+
+// setAside keeps an event that cannot be filed as a dead letter: the
+// payload as the transport received it (a history message as read).
+func (r *receiver) setAside(ctx context.Context, sink adapters.Sink, ev event, reason string) error {
+	payload, source := ev.Raw, "slack "+cmp.Or(ev.Via, "history")
+	if payload == nil {
+		payload = ev.Inner
+	}
+	if ev.ID != "" {
+		source += fmt.Sprintf(", event %.64s", ev.ID)
+	}
+	if ev.Channel != "" {
+		source += fmt.Sprintf(", channel %.64s", ev.Channel)
+	}
+	return adapters.SetAside(ctx, sink, r.a.log, adapters.DeadLetter{Provider: schema.Slack, Source: source, Reason: reason, Payload: payload})
+}
+
+// otherPayload counts an Events API payload that is no event_callback.
+// app_rate_limited says Slack dropped the app's events for a minute: the
+// catch-up reads them from history.
+func (r *receiver) otherPayload(typ string) {
+	if typ != "app_rate_limited" {
+		r.a.ignored.Add("not_event_callback")
+		return
+	}
+	r.a.ignored.Add("app_rate_limited")
+	r.a.log.Warn("slack: Slack rate-limited the app's events (app_rate_limited) and dropped some; the catch-up reads them from history")
+	r.catchUp.Failed()
 }
 
 // threadOf is the thread an event at ts is part of, "" for none: its

@@ -21,6 +21,7 @@ import (
 	"github.com/monoco/courier/adapters/chatsync"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/confkit"
+	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/internal/testutil/slackfake"
 	"github.com/monoco/courier/internal/testutil/wstest"
@@ -37,6 +38,10 @@ type inWorld struct {
 	r    *receiver
 	mb   *mailbox.Mailbox
 	pipe *ingest.Pipeline
+	// sink is pipe with the mailbox's dead letters, as the service
+	// gives it to Sources and Webhooks.
+	sink adapters.DeadLetterSink
+	dl   *mailbox.DeadLetters
 }
 
 const inSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -50,7 +55,30 @@ func newInWorld(t testing.TB, mode string) *inWorld {
 	a := newAdapter(Options{Config: Config{Enabled: true, Mode: mode,
 		BotToken: confkit.Secret(o.BotToken), AppToken: confkit.Secret(o.AppToken),
 		SigningSecret: confkit.Secret(inSecret), APIURL: fake.APIURL()}, Dropzone: dz})
-	return &inWorld{fake: fake, a: a, r: newReceiver(a), mb: mb, pipe: pipe}
+	dl := mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{})
+	sink := service.NewDeadLetterSink(pipe, dl, []confkit.Secret{confkit.Secret(inSecret), confkit.Secret(o.BotToken)}, slog.New(slog.DiscardHandler))
+	return &inWorld{fake: fake, a: a, r: newReceiver(a), mb: mb, pipe: pipe, sink: sink, dl: dl}
+}
+
+// deadLetters returns the raw dead letters kept, payload and reason by
+// payload name.
+func (w *inWorld) deadLetters(t testing.TB) map[string][2]string {
+	t.Helper()
+	dir := w.mb.Dir(mailbox.BoxDeadletter, schema.Slack)
+	names, _ := filepath.Glob(filepath.Join(dir, "*_raw_*.json"))
+	out := map[string][2]string{}
+	for _, n := range names {
+		payload, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reason, err := os.ReadFile(n + ".reason")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(n)] = [2]string{string(payload), string(reason)}
+	}
+	return out
 }
 
 // files returns the inbound Slack files by message id.

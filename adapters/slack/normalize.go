@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,10 +22,13 @@ import (
 )
 
 // normalize maps one Slack event to the message file it makes (DESIGN
-// §2-5). It returns nil, nil for an event that writes nothing, and an
-// error only when trying again could succeed (auth.test or a file fetch
-// failed for a reason that may pass): the transport then does not ack,
-// and Slack delivers the event again.
+// §2-5). It returns nil, nil for an event that writes nothing on purpose
+// (counted in a.ignored, by reason), an adapters.Undeliverable error for
+// one it should file but cannot make a message of (the transport sets it
+// aside as a dead letter), and any other error only when trying again
+// could succeed (auth.test or a file fetch failed for a reason that may
+// pass): the transport then does not ack, and Slack delivers the event
+// again.
 //
 // Which events write a file: a "message" whose subtype carries someone's
 // words (none, thread_broadcast, file_share, bot_message, me_message,
@@ -39,8 +43,7 @@ func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, err
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) {
 			// Not JSON: no retry will make it so.
-			a.log.Warn("slack: event is not JSON; nothing written", "event_id", ev.ID, "error", err)
-			return nil, nil
+			return nil, adapters.Undeliverable("slack: the event is not a JSON object: " + err.Error())
 		}
 		// A field of an unexpected type is left empty; the rest is
 		// read (encoding/json goes on past it), so the words are kept.
@@ -52,7 +55,8 @@ func (a *Adapter) normalize(ctx context.Context, ev event) (*adapters.Event, err
 		m.Type = "message"
 	}
 	if m.Type != "message" && m.Type != "app_mention" {
-		return nil, nil // file_shared, reaction_added, ...: not messages
+		a.ignored.Add("event_type") // file_shared, reaction_added, ...: not messages
+		return nil, nil
 	}
 	if m.Channel == "" {
 		m.Channel = ev.Channel
@@ -151,53 +155,29 @@ type normalizer struct {
 func (n *normalizer) run(ctx context.Context) (*adapters.Event, error) {
 	m, a := n.m, n.a
 	n.channel, n.ts, n.body = m.Channel, m.TS, m
-	switch m.Subtype {
-	case "message_changed":
-		if m.Message == nil {
-			a.log.Warn("slack: message_changed without its message; nothing written", "event_id", n.ev.ID)
-			return nil, nil
+	switch {
+	case m.Subtype == "message_changed" || m.Subtype == "message_deleted":
+		n.ts = cmp.Or(n.ts, m.EventTS)
+		if done, err := n.change(); done || err != nil {
+			return nil, err
 		}
-		if notices[m.Message.Subtype] {
-			return nil, nil
-		}
-		if m.Previous != nil && sameWords(m.Previous, m.Message) {
-			// An unfurl added, a reply counted, a reaction: Slack
-			// says the message changed, but not its words.
-			return nil, nil
-		}
-		n.body = m.Message
-		if n.ts == "" {
-			n.ts = m.EventTS
-		}
-		n.edits = threading.SlackID(n.channel, m.Message.TS)
-	case "message_deleted":
-		deleted := m.DeletedTS
-		n.body = &message{}
-		if m.Previous != nil {
-			n.body = m.Previous
-			if deleted == "" {
-				deleted = m.Previous.TS
-			}
-		}
-		if n.ts == "" {
-			n.ts = m.EventTS
-		}
-		n.recalls = threading.SlackID(n.channel, deleted)
-		if n.recalls == "" {
-			a.log.Warn("slack: message_deleted that names no message; nothing written", "event_id", n.ev.ID)
-			return nil, nil
-		}
-	default:
-		if notices[m.Subtype] || m.Hidden {
-			return nil, nil
-		}
+	case notices[m.Subtype]:
+		a.ignored.Add("notice")
+		return nil, nil
+	case m.Hidden:
+		a.ignored.Add("hidden")
+		return nil, nil
 	}
 	id := threading.SlackID(n.channel, n.ts)
 	if id == "" {
-		a.log.Warn("slack: message without a channel or a ts; nothing written", "event_id", n.ev.ID, "type", m.Type, "subtype", m.Subtype)
-		return nil, nil
+		kind := m.Type
+		if m.Subtype != "" {
+			kind += "/" + m.Subtype
+		}
+		return nil, adapters.Undeliverable(fmt.Sprintf("slack: the event (%.64s) has no %s: it cannot be placed", kind, missing(n.channel, n.ts)))
 	}
 	if a.allow != nil && !a.allow[n.channel] {
+		a.ignored.Add("channel_not_allowed")
 		return nil, nil
 	}
 	self, err := a.Identify(ctx)
@@ -211,9 +191,66 @@ func (n *normalizer) run(ctx context.Context) (*adapters.Event, error) {
 		return &adapters.Event{Self: true, Message: &schema.Message{ID: id, Provider: schema.Slack, Direction: schema.Inbound}}, nil
 	}
 	if a.cfg.IgnoreBots && n.fromBot() {
+		a.ignored.Add("bot")
 		return nil, nil
 	}
 	return n.build(ctx, id)
+}
+
+// change reads what an edit (message_changed) or a deletion
+// (message_deleted) is about: the message changed, named by its own ts,
+// else by the previous message's (bolt-python's payloads carry an edit's
+// target only there), a deletion's by deleted_ts, else by the previous
+// message's. done is set for an edit that writes nothing on purpose; an
+// event that names no message is Undeliverable.
+func (n *normalizer) change() (done bool, err error) {
+	m := n.m
+	if m.Subtype == "message_deleted" {
+		deleted := m.DeletedTS
+		n.body = &message{}
+		if m.Previous != nil {
+			n.body = m.Previous
+			deleted = cmp.Or(deleted, m.Previous.TS)
+		}
+		if n.recalls = threading.SlackID(n.channel, deleted); n.recalls == "" && n.channel != "" {
+			return false, adapters.Undeliverable("slack: a message_deleted event that names no message (no deleted_ts, no previous_message.ts)")
+		}
+		return false, nil
+	}
+	if m.Message == nil {
+		return false, adapters.Undeliverable("slack: a message_changed event without its message")
+	}
+	if notices[m.Message.Subtype] {
+		n.a.ignored.Add("notice")
+		return true, nil
+	}
+	if m.Previous != nil && sameWords(m.Previous, m.Message) {
+		// An unfurl added, a reply counted, a reaction: Slack says the
+		// message changed, but not its words.
+		n.a.ignored.Add("unchanged_edit")
+		return true, nil
+	}
+	body := *m.Message
+	if body.TS == "" && m.Previous != nil {
+		body.TS = m.Previous.TS
+		body.ThreadTS = cmp.Or(body.ThreadTS, m.Previous.ThreadTS)
+	}
+	n.body = &body
+	if n.edits = threading.SlackID(n.channel, body.TS); n.edits == "" && n.channel != "" {
+		return false, adapters.Undeliverable("slack: a message_changed event that names no message (no message.ts, no previous_message.ts)")
+	}
+	return false, nil
+}
+
+// missing says which of a message's channel and ts are missing.
+func missing(channel, ts string) string {
+	switch {
+	case strings.TrimSpace(channel) == "" && strings.TrimSpace(ts) == "":
+		return "channel and no ts"
+	case strings.TrimSpace(channel) == "":
+		return "channel"
+	}
+	return "ts"
 }
 
 // fromBot reports whether the words are a bot's (another app's: our own

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -419,8 +420,11 @@ func TestIgnoreBotsAndAllowList(t *testing.T) {
 	}
 }
 
-// TestNotMessages: events that are not messages write nothing, and an
-// event that is not JSON is no error (a retry would not mend it).
+// TestNotMessages: events that are not messages write nothing, counted
+// by reason; a message without a ts, and an event that is not JSON, are
+// no error to retry (a retry would not mend them) but Undeliverable: the
+// transport sets them aside as dead letters (they wrote nothing and said
+// so in the log only, before).
 func TestNotMessages(t *testing.T) {
 	s := workspace(t)
 	a := newTestAdapter(t, s, nil)
@@ -429,12 +433,22 @@ func TestNotMessages(t *testing.T) {
 		`{"type":"reaction_added","user":"U0ANN0001","reaction":"+1","item":{"type":"message","channel":"C0GEN0001","ts":"1700000100.000100"}}`,
 		`{"type":"message","subtype":"channel_topic","channel":"C0GEN0001","user":"U0ANN0001","text":"set the topic","ts":"1700004000.000001"}`,
 		`{"type":"message","subtype":"message_replied","hidden":true,"channel":"C0GEN0001","ts":"1700004000.000002","message":{"type":"message","user":"U0ANN0001","text":"x","ts":"1700000100.000100"}}`,
-		`{"type":"message","channel":"C0GEN0001","user":"U0ANN0001","text":"no ts"}`,
-		`not json`,
 	} {
 		ev, err := a.normalize(context.Background(), event{ID: "EvX", Inner: json.RawMessage(inner)})
 		if err != nil || ev != nil {
 			t.Errorf("%s: got %+v, %v; want nothing and no error", inner, ev, err)
+		}
+	}
+	if got, want := a.ignored.Counts(), map[string]uint64{"event_type": 2, "notice": 2}; !maps.Equal(got, want) {
+		t.Errorf("ignored %v, want %v", got, want)
+	}
+	for inner, reason := range map[string]string{
+		`{"type":"message","channel":"C0GEN0001","user":"U0ANN0001","text":"no ts"}`: "slack: the event (message) has no ts: it cannot be placed",
+		`not json`: "slack: the event is not a JSON object",
+	} {
+		ev, err := a.normalize(context.Background(), event{ID: "EvX", Inner: json.RawMessage(inner)})
+		if got, ok := adapters.UndeliverableReason(err); ev != nil || !ok || !strings.HasPrefix(got, reason) {
+			t.Errorf("%s: got %+v, %v; want Undeliverable: %s", inner, ev, err, reason)
 		}
 	}
 	// A field of an unexpected type does not lose the words.
@@ -594,28 +608,35 @@ func corpusEvents(t *testing.T, rel string, data []byte) []event {
 	return []event{{Channel: channel, Inner: data}}
 }
 
-// corpusNil are the corpus events that write nothing, each for a reason
-// the rules give.
+// corpusNil are the corpus events that write nothing on purpose, each
+// for a reason the rules give.
 var corpusNil = map[string]string{
-	"events-api/event_callback_message.slack-go.json":                   "an app_mention without channel or ts: nothing names the message",
-	"events-api/message_changed_assistant_thread.bolt-python.json":      "Slack titling an assistant thread (assistant_app_thread)",
-	"events/file_shared.slack-go.json":                                  "file_shared is not a message",
-	"events/message_changed_in_thread_minimal.bolt-python.json":         "a minimal edit without ts or event_ts: no id for the file",
-	"events/message_deleted_in_thread_minimal.bolt-python.json":         "a minimal deletion without ts or event_ts: no id for the file",
-	"messages/channel_join_invited.slack-go.json":                       "channel_join is a notice",
-	"schema-superset/AppMentionPayload.java-slack-sdk.json":             "every field empty: no ts",
-	"schema-superset/MessageBotPayload.java-slack-sdk.json":             "every field empty: no ts",
-	"schema-superset/MessagePayload.java-slack-sdk.json":                "every field empty: no ts",
-	"schema-superset/MessageThreadBroadcastPayload.java-slack-sdk.json": "every field empty: no ts",
-	"schema-superset/MessageRepliedPayload.java-slack-sdk.json":         "message_replied is a notice",
-	"schema-superset/MessageDeletedPayload.java-slack-sdk.json":         "every field empty: no ts",
-	"schema-superset/MessageFileSharePayload.java-slack-sdk.json":       "every field empty: no ts",
-	"schema-superset/MessageChangedPayload.java-slack-sdk.json":         "every field empty: no ts",
+	"events-api/message_changed_assistant_thread.bolt-python.json": "Slack titling an assistant thread (assistant_app_thread)",
+	"events/file_shared.slack-go.json":                             "file_shared is not a message",
+	"messages/channel_join_invited.slack-go.json":                  "channel_join is a notice",
+	"schema-superset/MessageRepliedPayload.java-slack-sdk.json":    "message_replied is a notice",
+	"schema-superset/MessageChangedPayload.java-slack-sdk.json":    "every field empty: an edit that leaves the words as they were",
+}
+
+// corpusDead are the corpus events that cannot be placed, each with what
+// its dead letter's reason says (they wrote nothing, and said so in the
+// log only, before).
+var corpusDead = map[string]string{
+	"events-api/event_callback_message.slack-go.json":                   "(app_mention) has no ts", // an app_mention with an event_ts only
+	"events/message_changed_in_thread_minimal.bolt-python.json":         "has no ts",               // a minimal edit: no ts or event_ts, no id for its file
+	"events/message_deleted_in_thread_minimal.bolt-python.json":         "has no ts",
+	"schema-superset/AppMentionPayload.java-slack-sdk.json":             "has no ts", // every field empty
+	"schema-superset/MessageBotPayload.java-slack-sdk.json":             "has no ts",
+	"schema-superset/MessagePayload.java-slack-sdk.json":                "has no ts",
+	"schema-superset/MessageThreadBroadcastPayload.java-slack-sdk.json": "has no ts",
+	"schema-superset/MessageDeletedPayload.java-slack-sdk.json":         "names no message",
+	"schema-superset/MessageFileSharePayload.java-slack-sdk.json":       "has no ts",
 }
 
 // TestCorpus normalises every event and message of the shared corpus
 // (COURIER_CORPUS): each one writes a file that validates (Validate and
-// the protocol's JSON Schema) with a body, or is one of corpusNil. The
+// the protocol's JSON Schema) with a body, or is one of corpusNil, or is
+// Undeliverable as corpusDead says. The
 // schema supersets, whose every field is empty, are normalised again with
 // a channel and a ts filled in, so that all their fields are read.
 func TestCorpus(t *testing.T) {
@@ -645,11 +666,16 @@ func TestCorpus(t *testing.T) {
 			}
 			for i, ev := range corpusEvents(t, rel, data) {
 				got, err := a.normalize(context.Background(), ev)
-				if err != nil {
+				dead, isDead := adapters.UndeliverableReason(err)
+				if err != nil && !isDead {
 					t.Fatalf("event %d: %v", i, err)
 				}
 				reason, wantNil := corpusNil[rel]
-				switch {
+				switch want := corpusDead[rel]; {
+				case isDead && want != "" && strings.Contains(dead, want):
+					nils++
+				case isDead || want != "":
+					t.Errorf("event %d: %+v, %q; want it Undeliverable: %q", i, got, dead, want)
 				case got == nil && wantNil:
 					nils++
 				case got == nil:
@@ -685,7 +711,7 @@ func TestCorpus(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("corpus: %d files, %d messages written, %d events that write nothing", len(files), written, nils)
+	t.Logf("corpus: %d files, %d messages written, %d events that write nothing or are set aside", len(files), written, nils)
 }
 
 // BenchmarkNormalize is one channel message with a mention, a link and

@@ -61,6 +61,8 @@ type Adapter struct {
 	dz     *dropzone.Store
 	log    *slog.Logger
 	health adapters.HealthTracker
+	// ignored counts the events not filed on purpose, by reason.
+	ignored adapters.Ignored
 	// allow is the channels allow-list; nil lets every channel in.
 	allow map[string]bool
 
@@ -87,7 +89,7 @@ func New(o Options) (*adapters.Provider, error) {
 		return p, nil
 	}
 	a := newAdapter(o)
-	p.Health = &a.health
+	p.Health, p.Ignored = &a.health, &a.ignored
 	p.Secrets = []confkit.Secret{o.Config.BotToken, o.Config.AppToken, o.Config.SigningSecret}
 	p.Checks = a.checks()
 	a.inbound(p)
@@ -152,6 +154,14 @@ type event struct {
 	Channel string
 	// Inner is the event object: {"type":"message",...}.
 	Inner json.RawMessage
+	// Raw is the payload as the transport received it (an Events API
+	// request's body, a Socket Mode envelope's payload): what is kept as
+	// the dead letter of an event that cannot be filed. Nil for a message
+	// from history, whose Inner is kept then.
+	Raw json.RawMessage
+	// Via is the transport, for a dead letter's source: "events api",
+	// "socket mode"; "" for history.
+	Via string
 }
 
 // checks are what `courier doctor` asks: the bot token (auth.test) and,

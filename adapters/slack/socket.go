@@ -258,6 +258,7 @@ func (s *socketSource) event(run *socketRun, evt socketmode.Event) {
 				if req.Type == socketmode.RequestTypeEventsAPI {
 					s.dispatch(run, &req)
 				} else {
+					a.ignored.Add("interactive")
 					_ = run.smc.AckCtx(run.ctx, req.EnvelopeID, nil)
 				}
 			}
@@ -265,6 +266,7 @@ func (s *socketSource) event(run *socketRun, evt socketmode.Event) {
 	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
 		// Not messages: acked at once, nothing written.
 		if evt.Request != nil {
+			a.ignored.Add("interactive")
 			_ = run.smc.AckCtx(run.ctx, evt.Request.EnvelopeID, nil)
 		}
 	case socketmode.EventTypeErrorWriteFailed:
@@ -284,6 +286,7 @@ func (s *socketSource) dispatch(run *socketRun, req *socketmode.Request) {
 	if err := json.Unmarshal(req.Payload, &env); err != nil || env.Type != "event_callback" ||
 		len(env.Event) == 0 || env.Event[0] != '{' {
 		// app_rate_limited and the like: nothing to store.
+		s.r.otherPayload(env.Type)
 		_ = smc.AckCtx(ctx, req.EnvelopeID, nil)
 		return
 	}
@@ -295,7 +298,7 @@ func (s *socketSource) dispatch(run *socketRun, req *socketmode.Request) {
 	id := req.EnvelopeID
 	run.wg.Go(func() {
 		defer func() { <-run.sem }()
-		if err := s.r.handleOnce(ctx, sink, event{ID: env.EventID, Inner: env.Event}); err != nil {
+		if err := s.r.handleOnce(ctx, sink, event{ID: env.EventID, Inner: env.Event, Raw: req.Payload, Via: "socket mode"}); err != nil {
 			if ctx.Err() == nil {
 				s.r.a.health.Error(fmt.Errorf("slack: event %s not stored: %w", env.EventID, err))
 				s.r.a.log.Warn("slack: event not stored; not acked, Slack will redeliver", "event_id", env.EventID, "err", err)

@@ -46,6 +46,18 @@ func ntFifo(t *testing.T, path string) <-chan string {
 	return lines
 }
 
+// ntEnv reads the environment an exec hook saved (env > path).
+func ntEnv(path string) map[string]string {
+	env := map[string]string{}
+	b, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
 func ntLine(t *testing.T, lines <-chan string, within time.Duration, what string, s *testutil.Serve) string {
 	t.Helper()
 	select {
@@ -126,13 +138,7 @@ echo "ran $COURIER_MESSAGE_ID" > "$OUT/ran"
 		t.Fatalf("hook said %q; mailbox holds %v", line, ids)
 	}
 	id := ids[0]
-	env := map[string]string{}
-	b, _ := os.ReadFile(filepath.Join(dir, id+".env"))
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			env[k] = v
-		}
-	}
+	env := ntEnv(filepath.Join(dir, id+".env"))
 	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/email/*_"+id+".md"))
 	if len(files) != 1 {
 		t.Fatalf("file of %s: %v", id, files)
@@ -144,7 +150,7 @@ echo "ran $COURIER_MESSAGE_ID" > "$OUT/ran"
 		}
 	}
 	var m schema.Message
-	b, _ = os.ReadFile(filepath.Join(dir, id+".json"))
+	b, _ := os.ReadFile(filepath.Join(dir, id+".json"))
 	if err := json.Unmarshal(b, &m); err != nil || m.ID != id || m.Session.Name != "Logs" || !strings.Contains(m.Body, "Can you look?") {
 		t.Errorf("stdin %s (%v)", b, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/internal/providers/all"
+	"github.com/monoco/courier/internal/service"
+	"github.com/monoco/courier/mailbox"
 )
 
 // providerTable is the provider table the app reads its config and
@@ -56,11 +58,14 @@ func (a *app) fetchCommand() *cobra.Command {
 				return err
 			}
 			defer p.Stop(context.Background())
+			lim := cfg.Courier.Mailbox.DeadLetter
+			dl := mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: lim.MaxFiles, MaxBytes: lim.MaxBytes})
+			sink := service.NewDeadLetterSink(p, dl, set.Secrets(), a.logger())
 			n := 0
 			start := time.Now()
 			for _, src := range set.Sources() {
 				if f, ok := src.(adapters.Fetcher); ok {
-					if err := f.FetchOnce(cmd.Context(), p); err != nil {
+					if err := f.FetchOnce(cmd.Context(), sink); err != nil {
 						return fault.Wrap(fault.Unavailable, fmt.Errorf("%s: %w", f.Name(), err))
 					}
 					n++
@@ -75,6 +80,11 @@ func (a *app) fetchCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "fetched %d new message(s) (%d already in the mailbox) from %d account(s) in %s\n",
 				written, dup, n, time.Since(start).Round(time.Millisecond))
+			for p, st := range dl.Stats() {
+				if st.SetAside+st.Refused > 0 {
+					fmt.Fprintf(a.stdout, "%s: %d message(s) could not be filed: set aside in .monoco/mailbox/.deadletter/%s/ (%d more not kept: at the bound)\n", p, st.SetAside, p, st.Refused)
+				}
+			}
 			return nil
 		},
 	}

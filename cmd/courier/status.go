@@ -140,7 +140,26 @@ func printReport(w io.Writer, r service.Report) {
 	if r.Service != "stopped" {
 		fmt.Fprintf(w, "Totals:    received %d (duplicates %d, merged %d), sent %d, failed attempts %d\n",
 			r.Totals.Received, r.Totals.Duplicates, r.Totals.Merged, r.Totals.Sent, r.Totals.Failed)
+		deadLetterLines(w, r)
 	} else {
 		fmt.Fprintln(w, "The service is not running: start it with `courier start` (in the background; `courier serve` in the foreground, or systemctl start courier under systemd).")
+	}
+}
+
+// deadLetterLines says, per provider that has any, what could not be
+// filed: the raw dead letters kept, set aside since the start, and
+// refused beyond the bound.
+func deadLetterLines(w io.Writer, r service.Report) {
+	names := make([]string, 0, len(r.DeadLetter))
+	for name, st := range r.DeadLetter {
+		if st.Kept > 0 || st.SetAside > 0 || st.Refused > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		st := r.DeadLetter[name]
+		fmt.Fprintf(w, "Unfiled:   %-6s %d in .monoco/mailbox/.deadletter/%s/ (%d set aside since the start, %d refused beyond the bound)\n",
+			name, st.Kept, name, st.SetAside, st.Refused)
 	}
 }

@@ -76,6 +76,9 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	if cc.Limits.NormalizeConcurrency < 0 {
 		k.Bad("courier.limits.normalize_concurrency", "must not be negative (0: one a CPU, at most 4)")
 	}
+	if d := cc.Mailbox.DeadLetter; d.MaxFiles < 0 || d.MaxBytes < 0 {
+		k.Bad("courier.mailbox.deadletter", "max_files and max_bytes must not be negative (0: 1000 files, 64 MiB)")
+	}
 	if cc.Outbound.MaxAttempts < 1 {
 		k.Bad("courier.outbound.max_attempts", "must be at least 1")
 	}

@@ -163,10 +163,21 @@ type MCP struct {
 // Enabled reports whether /mcp is served.
 func (m MCP) Enabled() bool { return m.HTTP == nil || *m.HTTP }
 
-// Mailbox configures claims.
+// Mailbox configures claims and the dead letters.
 type Mailbox struct {
 	ClaimTimeout confkit.Duration `yaml:"claim_timeout"`
 	MaxFailures  int              `yaml:"max_failures"`
+	// DeadLetter bounds what .deadletter/<provider>/ keeps of the inbound
+	// events and mails that cannot become messages, per provider.
+	DeadLetter DeadLetter `yaml:"deadletter"`
+}
+
+// DeadLetter bounds the raw dead letters kept per provider; beyond
+// either bound they are counted, not kept. 0 is the default (1000
+// files, 64 MiB).
+type DeadLetter struct {
+	MaxFiles int   `yaml:"max_files"`
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 // Outbound configures delivery.

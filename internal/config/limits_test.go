@@ -46,3 +46,20 @@ func TestTextLimits(t *testing.T) {
 		}
 	}
 }
+
+// The dead letters' bounds: 0 (the mailbox's defaults) unless set, and a
+// negative one refused with the key and the line.
+func TestDeadLetterLimits(t *testing.T) {
+	c, err := config.Parse([]byte("courier:\n  mailbox:\n    deadletter: {max_files: 10, max_bytes: 4096}\n"), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Courier.Mailbox.DeadLetter; d.MaxFiles != 10 || d.MaxBytes != 4096 {
+		t.Errorf("set: %+v", d)
+	}
+	_, err = config.Parse([]byte("courier:\n  mailbox:\n    deadletter:\n      max_files: -1\n"), t.TempDir(), nil)
+	var errs schema.Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "courier.mailbox.deadletter" || !strings.Contains(errs[0].Msg, "must not be negative") {
+		t.Errorf("a negative bound: %v", err)
+	}
+}

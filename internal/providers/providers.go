@@ -121,6 +121,18 @@ func (s Set) Health() map[string]adapters.HealthReporter {
 	return out
 }
 
+// Ignored returns, per provider that counts them, the inbound events it
+// does not file on purpose.
+func (s Set) Ignored() map[schema.Provider]*adapters.Ignored {
+	out := map[schema.Provider]*adapters.Ignored{}
+	for _, p := range s {
+		if p.Ignored != nil {
+			out[p.Name] = p.Ignored
+		}
+	}
+	return out
+}
+
 // Self lists, per provider, the bot's own participant ids.
 func (s Set) Self() map[schema.Provider][]string {
 	out := map[schema.Provider][]string{}

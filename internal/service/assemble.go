@@ -31,7 +31,8 @@ func Version() string {
 // component serveHTTP makes, and a component per Source, started in that
 // order (so /health answers while sources connect); the extra components
 // (the agents' socket) start after the hooks, before the HTTP server.
-// Start the Lifetime to run it.
+// Sources and Webhooks are given the pipeline with the mailbox's dead
+// letters (NewDeadLetterSink). Start the Lifetime to run it.
 func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
 	serveHTTP func(http.Handler) Component, extra ...Component) (*Service, *Lifetime) {
 	svc := &Service{Mailbox: mb, Version: Version(), Listen: cfg.Courier.HTTP.Listen}
@@ -50,6 +51,10 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
 	})
 	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.Health(), set.Waiting()
+	dl := cfg.Courier.Mailbox.DeadLetter
+	svc.DeadLetters = mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: dl.MaxFiles, MaxBytes: dl.MaxBytes})
+	svc.Ignored = set.Ignored()
+	sink := NewDeadLetterSink(pipeline, svc.DeadLetters, set.Secrets(), log.With("component", "deadletter"))
 	for name := range svc.Adapters {
 		if p := schema.Provider(name); p.Valid() {
 			metrics.Init(p)
@@ -65,9 +70,9 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 	for _, c := range extra {
 		lt.Add(c)
 	}
-	lt.Add(serveHTTP(svc.Handler(set.Webhooks(pipeline))))
+	lt.Add(serveHTTP(svc.Handler(set.Webhooks(sink))))
 	for _, src := range set.Sources() {
-		lt.Add(SourceComponent(src, pipeline, log))
+		lt.Add(SourceComponent(src, sink, log))
 	}
 	return svc, lt
 }

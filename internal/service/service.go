@@ -30,8 +30,12 @@ type Service struct {
 	Adapters map[string]adapters.HealthReporter
 	// Waiting says, per provider without a Sender, why its drafts wait.
 	Waiting map[schema.Provider]string
-	Version string
-	Listen  string
+	// DeadLetters keeps what the providers cannot file (deadletter.go);
+	// Ignored counts what they do not file on purpose.
+	DeadLetters *mailbox.DeadLetters
+	Ignored     map[schema.Provider]*adapters.Ignored
+	Version     string
+	Listen      string
 
 	started  time.Time
 	stopping atomic.Bool
@@ -58,7 +62,11 @@ type Report struct {
 	Inbox     map[mailbox.Status]int     `json:"inbox"`
 	Outbound  []Queue                    `json:"outbound"`
 	Totals    Totals                     `json:"totals"`
-	Error     string                     `json:"error,omitempty"`
+	// DeadLetter and Ignored are the inbound events not filed as
+	// messages, by provider (deadletter.go).
+	DeadLetter map[string]mailbox.DeadLetterStats `json:"deadletter,omitempty"`
+	Ignored    map[string]map[string]uint64       `json:"ignored,omitempty"`
+	Error      string                             `json:"error,omitempty"`
 }
 
 // Queue is one provider's outbound queue.
@@ -116,6 +124,7 @@ func (s *Service) Report(ctx context.Context) Report {
 	if s.Engine != nil {
 		r.Totals.Sent, r.Totals.Failed = s.Engine.Counts()
 	}
+	s.unfiled(&r)
 	return r
 }
 
@@ -263,7 +272,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc} {
+	for _, d := range append([]*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc}, unfiledDescs...) {
 		ch <- d
 	}
 }
@@ -284,6 +293,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(healthDesc, prometheus.GaugeValue, v, name, st)
 	}
+	c.s.collectUnfiled(ch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if c.s.Mailbox == nil {
