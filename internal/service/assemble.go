@@ -28,8 +28,9 @@ func Version() string {
 // Assemble makes the service of the providers: the ingest pipeline, the
 // outbound engine over their Senders, the notify hooks, the HTTP handler
 // (/health, /metrics and each Webhook at /webhook/<provider>) served by the
-// component serveHTTP makes, and a component per Source, started in that
-// order (so /health answers while sources connect); the extra components
+// component serveHTTP makes, and a component per Source (restarted after
+// the backoffs of courier.restart), started in that order (so /health
+// answers while sources connect); the extra components
 // (the agents' socket) start after the hooks, before the HTTP server.
 // Start the Lifetime to run it.
 func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
@@ -66,10 +67,25 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		lt.Add(c)
 	}
 	lt.Add(serveHTTP(svc.Handler(set.Webhooks(pipeline))))
-	for _, src := range set.Sources() {
-		lt.Add(SourceComponent(src, pipeline, log))
+	restart := RestartOf(cfg)
+	svc.sources = map[string][]*sourceRun{}
+	for _, p := range set {
+		for _, src := range p.Sources {
+			r := newSourceRun(src, pipeline, log, restart, realClock)
+			svc.sources[string(p.Name)] = append(svc.sources[string(p.Name)], r)
+			lt.Add(r.component())
+		}
 	}
 	return svc, lt
+}
+
+// RestartOf is the restart backoffs of cfg (courier.restart).
+func RestartOf(cfg *config.Config) Restart {
+	r := DefaultRestart
+	if c := cfg.Courier.Restart; c.Refused > 0 {
+		r.Refused = Backoff{First: c.Refused.D(), Max: max(c.RefusedMax.D(), c.Refused.D())}
+	}
+	return r
 }
 
 // notifyHooks turns courier.notify into the runner's hooks.
