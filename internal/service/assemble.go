@@ -51,6 +51,7 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
 	})
 	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.Health(), set.Waiting()
+	svc.secrets.Add(set.Secrets()...)
 	for name := range svc.Adapters {
 		if p := schema.Provider(name); p.Valid() {
 			metrics.Init(p)

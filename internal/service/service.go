@@ -39,6 +39,9 @@ type Service struct {
 	// sources are the Sources of each provider, by name: /health says
 	// when a failed one is started again.
 	sources map[string][]*sourceRun
+	// secrets are the providers' credentials, kept out of the adapters'
+	// errors on /health whatever a server quoted back.
+	secrets secretSet
 }
 
 // MarkStarted records the start time.
@@ -99,6 +102,7 @@ func (s *Service) Report(ctx context.Context) Report {
 	}
 	for name, h := range s.Adapters {
 		hh := h.Health()
+		hh.LastError, hh.Detail = s.secrets.redact(hh.LastError), s.secrets.redact(hh.Detail)
 		hh.RetryAt = s.retryAt(name)
 		r.Adapters[name] = hh
 		if hh.Status != adapters.StatusConnected && r.Status == "healthy" {
