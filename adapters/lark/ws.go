@@ -169,7 +169,7 @@ func (s *wsSource) Start(ctx context.Context) error {
 	return nil
 }
 
-// wsRefused is Lark refusing the app for good: no retry succeeds before
+// wsRefused is Lark refusing the app: no retry succeeds before
 // the config changes.
 type wsRefused struct{ msg string }
 
