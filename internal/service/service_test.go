@@ -62,14 +62,9 @@ func TestLifetimeOrderAndRollback(t *testing.T) {
 	}
 }
 
-type fixedHealth adapters.Health
-
-func (h fixedHealth) Health() adapters.Health { return adapters.Health(h) }
-
-// TestHealthReport: /health lists every adapter (disabled ones too), is
-// degraded when an enabled adapter is not connected, and says when the
-// service is stopping.
-func TestHealthReport(t *testing.T) {
+// testMailbox is a new mailbox, closed when the test ends.
+func testMailbox(t *testing.T) *mailbox.Mailbox {
+	t.Helper()
 	root := t.TempDir()
 	if err := mailbox.Init(root); err != nil {
 		t.Fatal(err)
@@ -78,7 +73,19 @@ func TestHealthReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mb.Close()
+	t.Cleanup(func() { mb.Close() })
+	return mb
+}
+
+type fixedHealth adapters.Health
+
+func (h fixedHealth) Health() adapters.Health { return adapters.Health(h) }
+
+// TestHealthReport: /health lists every adapter (disabled ones too), is
+// degraded when an enabled adapter is not connected, and says when the
+// service is stopping.
+func TestHealthReport(t *testing.T) {
+	mb := testMailbox(t)
 	s := &Service{Mailbox: mb, Adapters: map[string]adapters.HealthReporter{
 		"email": fixedHealth{Status: adapters.StatusConnected},
 	}}
@@ -112,15 +119,7 @@ func TestHealthReport(t *testing.T) {
 // earliest of its Sources), and no credential of a provider shows in an
 // adapter's error or detail, whatever a server quoted back.
 func TestHealthReportRefused(t *testing.T) {
-	root := t.TempDir()
-	if err := mailbox.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := mailbox.Open(root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
+	mb := testMailbox(t)
 	const token = "xoxb-0000-sekrit-token"
 	s := &Service{Mailbox: mb, Adapters: map[string]adapters.HealthReporter{
 		"slack": fixedHealth{Status: adapters.StatusError, LastError: "slack: auth.test: invalid_auth for " + token, Detail: "token " + token},
