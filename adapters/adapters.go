@@ -251,9 +251,38 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// refusedError marks a refusal of a provider's credentials or scopes.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// Refused marks err as the provider refusing Courier's credentials or
+// their scopes (a wrong password, a revoked token, app keys Lark does not
+// know, a scope the app was not granted): trying again soon fails the same
+// way, but the credentials may be fixed on the provider's side at any
+// time. A Source's Start or Run returns such an error; the service then
+// runs the other providers, shows the reason on /health, and starts the
+// Source again after a slow backoff (minutes, not seconds). Its text must
+// hold no secret.
+func Refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusedError{err: err}
+}
+
+// IsRefused reports whether err was marked Refused.
+func IsRefused(err error) bool {
+	var re *refusedError
+	return errors.As(err, &re)
+}
+
 // Starter is implemented by parts that must do something before the service
 // counts as started (connect, check credentials); the service starts them in
-// order and rolls back when one fails.
+// order and rolls back when one fails, unless a Source's Start failed
+// because its provider refused the credentials (Refused): the service then
+// starts without it and tries it again later.
 type Starter interface {
 	Start(ctx context.Context) error
 }
@@ -278,6 +307,9 @@ type Health struct {
 	LastError   string     `json:"last_error,omitempty"`
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	Detail      string     `json:"detail,omitempty"`
+	// RetryAt is when the service starts a failed Source of the provider
+	// again (set by the service, not the adapter).
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
 // HealthReporter is implemented by adapters that report their health.

@@ -49,6 +49,15 @@
 // may be a HealthReporter; the Sink may be a DeadLetterSink, which Sources
 // reach through SetAside (deadletter.go).
 //
+// Failures stay in their provider's lane. A Source whose provider refuses
+// the credentials or their scopes returns, from Start or Run, an error
+// marked Refused: the service then runs without it (its Start does not
+// fail the service's), shows the reason on /health and starts it again
+// minutes later (courier.restart.refused), however long the refusal lasts.
+// A Source never stops for good, nor waits for a restart of the service: a
+// server out of reach is retried as it always was, by the Source itself
+// or by the service's restart of a failed Run.
+//
 // # Adding a provider
 //
 // The package adapters/adapterstest is a whole provider in a screenful: a

@@ -27,7 +27,9 @@ type Provider struct {
 	Resolver Resolver
 	// Sources receive inbound messages; the service starts each (Starter),
 	// runs it, restarts its Run with a backoff when it fails (and tells
-	// its ErrorReporter), and stops it (Stopper) in reverse order.
+	// its ErrorReporter; a slow one when the error is Refused, which a
+	// Start may return too without failing the service's start), and
+	// stops it (Stopper) in reverse order.
 	Sources []Source
 	// Sender delivers the drafts queued for this provider. Nil when the
 	// config gives it no way to send: drafts stay queued, and Waiting says

@@ -64,10 +64,12 @@ type CatchUp struct {
 	// OnKick makes Run wait for the first Kick before its first pass (a
 	// connection's catch-up starts once it is up).
 	OnKick bool
-	// Fatal reports an error no pass will get past (credentials
-	// refused): the passes stop until the service restarts, and /health
-	// says why.
-	Fatal func(error) bool
+	// Refused reports an error of the provider refusing the credentials
+	// (a revoked token): Run records it on Health and returns it, marked
+	// adapters.Refused, and the Source that runs it ends its Run with it,
+	// so that the service tries again minutes later. Other failures are
+	// tried again by Run itself, after Retry.
+	Refused func(error) bool
 	// Health records the passes' errors; Healthy, when set, is called
 	// after a pass that read everything.
 	Health  *adapters.HealthTracker
@@ -111,7 +113,8 @@ func (c *CatchUp) Failed() {
 	}
 }
 
-// Run makes passes until ctx ends; it returns nil then.
+// Run makes passes until ctx ends, and returns nil then; or until the
+// provider refuses the credentials (Refused), and returns that.
 func (c *CatchUp) Run(ctx context.Context, sink adapters.Sink) error {
 	c.init()
 	retry := c.retry()
@@ -127,11 +130,9 @@ func (c *CatchUp) Run(ctx context.Context, sink adapters.Sink) error {
 			return nil
 		case errors.Is(err, ErrIncomplete):
 			wait = c.again()
-		case err != nil && c.Fatal != nil && c.Fatal(err):
+		case err != nil && c.Refused != nil && c.Refused(err):
 			c.error(err)
-			c.Log.Error(c.Name+": catch-up stopped: the credentials were refused", "err", err)
-			<-ctx.Done()
-			return nil
+			return adapters.Refused(err)
 		case err != nil:
 			wait, retry = retry, min(2*retry, c.maxRetry())
 			c.error(err)

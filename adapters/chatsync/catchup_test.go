@@ -3,7 +3,6 @@ package chatsync_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,26 +167,33 @@ func TestCatchUpFailedCoalesces(t *testing.T) {
 	p.none(t, "a second one for the failures before the first")
 }
 
-// A refusal of the credentials stops the passes until the service
-// restarts: /health says why, the log says so, and Run waits for ctx.
-func TestCatchUpFatal(t *testing.T) {
+// A refusal of the credentials ends Run with it, marked adapters.Refused
+// (the Source's Run ends with it, and the service tries again minutes
+// later), and /health says why; a missing scope or any other failure is
+// tried again by Run itself.
+func TestCatchUpRefused(t *testing.T) {
 	errRefused := errors.New("test: invalid_auth")
-	p := newPasses(errRefused)
+	errScope := errors.New("test: missing_scope")
+	p := newPasses(errScope, errRefused)
 	health := &adapters.HealthTracker{}
-	var logs testutil.Buffer
 	c := &chatsync.CatchUp{Name: "test", Pass: p.pass, Tracker: p.gapper, Retry: time.Millisecond,
-		Fatal: func(err error) bool { return errors.Is(err, errRefused) }, Health: health,
-		Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	stop := run(t, c)
+		Refused: func(err error) bool { return errors.Is(err, errRefused) }, Health: health}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background(), nil) }()
 	p.next(t, "the first pass")
-	c.Kick()
-	stop()
+	p.next(t, "the pass after the missing scope")
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the refusal")
+	}
+	if !adapters.IsRefused(err) || !errors.Is(err, errRefused) {
+		t.Errorf("Run: %v, want the refusal marked Refused", err)
+	}
 	p.none(t, "after a refusal")
 	if h := health.Health(); h.Status != adapters.StatusError || !strings.Contains(h.LastError, "invalid_auth") {
 		t.Errorf("health %+v", h)
-	}
-	if !strings.Contains(logs.String(), "test: catch-up stopped: the credentials were refused") {
-		t.Errorf("log %q", logs.String())
 	}
 }
 

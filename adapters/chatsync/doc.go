@@ -40,7 +40,9 @@
 // CatchUp runs the passes: at once (or at the first Kick of a
 // connection), again soon after ErrIncomplete, every Interval, after a
 // failure with a doubling backoff, and AfterFailure after Failed (a store
-// failed: a gap at once). FetchOnce is `courier fetch`.
+// failed: a gap at once); a pass the provider refused the credentials
+// ends its Run (Refused), and the service tries the Source again later.
+// FetchOnce is `courier fetch`.
 //
 // Poster posts a draft as steps (its text's parts, its files), each once
 // across attempts: the steps done travel in Attempt.Accepted, uploads come

@@ -326,3 +326,33 @@ func TestDovecotDeadConnection(t *testing.T) {
 		t.Error("the message delivered during the freeze has no file")
 	}
 }
+
+// TestDovecotRefusedLogin: Dovecot refusing the password (NO
+// [AUTHENTICATIONFAILED]) is a refusal, at Start and in Run, marked
+// adapters.Refused: the service starts without the account and tries it
+// again minutes later. The password is in no error.
+func TestDovecotRefusedLogin(t *testing.T) {
+	t.Parallel()
+	d := testutil.StartDovecot(t)
+	ws := newWorkspace(t)
+	srv := dovecotServer(d)
+	srv.Password = "not-the-password-0003"
+	src := dovecotSource(d, ws, IMAPOptions{Server: srv})
+	err := src.Start(context.Background())
+	if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "authentication failed") {
+		t.Errorf("Start: %v, want the refused login marked adapters.Refused", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Run(context.Background(), ws.pipe) }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run went on with a refused password:\n%s", d.Log())
+	}
+	if !adapters.IsRefused(err) {
+		t.Errorf("Run: %v, want the refused login marked adapters.Refused", err)
+	}
+	if strings.Contains(err.Error(), srv.Password.Reveal()) {
+		t.Errorf("error %q holds the password", err)
+	}
+}

@@ -2,7 +2,6 @@ package email
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,12 +97,14 @@ func NewIMAPSource(opts IMAPOptions) *IMAPSource {
 // Name implements adapters.Source.
 func (s *IMAPSource) Name() string { return "email/" + s.opts.Account + "/imap" }
 
-// Start checks the account: bad credentials fail the service's start; an
-// unreachable server only warns (Run keeps trying).
+// Start checks the account: a login the server refuses is an error
+// marked adapters.Refused (the service starts without the Source, shows
+// why on /health and tries it again minutes later); an unreachable server
+// only warns (Run keeps trying).
 func (s *IMAPSource) Start(ctx context.Context) error {
 	ic, err := s.connect(ctx)
 	if err != nil {
-		if errors.Is(err, errAuth) {
+		if adapters.IsRefused(err) {
 			return err
 		}
 		s.log.Warn("imap: server unreachable at start; will keep trying", "err", err)
@@ -133,18 +134,26 @@ func (s *IMAPSource) Check(ctx context.Context) error {
 }
 
 // Run implements adapters.Source: one connection per folder, each
-// syncing then waiting for new mail, reconnecting after any failure.
+// syncing then waiting for new mail, reconnecting after a failure. A login
+// the server refuses ends Run with it (adapters.Refused): the service
+// tries again minutes later, rather than every folder every minute.
 func (s *IMAPSource) Run(ctx context.Context, sink adapters.Sink) error {
-	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		once    sync.Once
+		refused error
+	)
 	for _, f := range s.opts.Folders {
-		wg.Add(1)
-		go func(folder string) {
-			defer wg.Done()
-			s.watch(ctx, folder, sink)
-		}(f)
+		wg.Go(func() {
+			if err := s.watch(ctx, f, sink); err != nil {
+				once.Do(func() { refused = err; cancel() })
+			}
+		})
 	}
 	wg.Wait()
-	return nil
+	return refused
 }
 
 // FetchOnce implements adapters.Fetcher: one sync pass (`courier fetch`).
@@ -168,24 +177,29 @@ func (s *IMAPSource) SyncOnce(ctx context.Context, sink adapters.Sink) error {
 	return nil
 }
 
-// watch keeps one folder in sync until ctx ends.
-func (s *IMAPSource) watch(ctx context.Context, folder string, sink adapters.Sink) {
+// watch keeps one folder in sync until ctx ends (nil), or until the
+// server refuses the login (that error).
+func (s *IMAPSource) watch(ctx context.Context, folder string, sink adapters.Sink) error {
 	log := s.log.With("folder", folder)
 	backoff := time.Second
 	for ctx.Err() == nil {
 		err := s.session(ctx, folder, sink, func() { backoff = time.Second })
 		if ctx.Err() != nil {
-			return
+			return nil
+		}
+		if adapters.IsRefused(err) {
+			return err
 		}
 		s.Error(fmt.Errorf("%s: %w", folder, err))
 		log.Warn("imap: connection lost; reconnecting", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, time.Minute)
 	}
+	return nil
 }
 
 // session is one connection's life: sync, then IDLE (or poll) and sync

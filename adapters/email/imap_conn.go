@@ -13,6 +13,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-sasl"
+
+	"github.com/monoco/courier/adapters"
 )
 
 // imapConn is a logged-in connection.
@@ -194,10 +196,10 @@ func (s *IMAPSource) connect(ctx context.Context) (*imapConn, error) {
 	if err != nil {
 		var ie *imap.Error
 		// NO [UNAVAILABLE] is the server's own trouble (RFC 5530: its
-		// authentication backend is down), worth retrying: not a bad
-		// password, which fails the service's start.
+		// authentication backend is down), worth retrying soon: not a
+		// bad password, which is a refusal (tried again minutes later).
 		if errors.As(err, &ie) && ie.Code != imap.ResponseCodeUnavailable {
-			return fail(fmt.Errorf("imap %s: %w as %s: %s (check the account's imap username and password)", srv.addr(), errAuth, srv.Username, ie.Text))
+			return fail(adapters.Refused(fmt.Errorf("imap %s: %w as %s: %s (check the account's imap username and password)", srv.addr(), errAuth, srv.Username, ie.Text)))
 		}
 		return fail(fmt.Errorf("imap %s: login: %w", srv.addr(), err))
 	}

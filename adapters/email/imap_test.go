@@ -676,8 +676,8 @@ func TestIMAPBadPassword(t *testing.T) {
 	if strings.Contains(err.Error(), srv.Password.Reveal()) {
 		t.Errorf("error %q holds the password", err)
 	}
-	if !errors.Is(err, errAuth) {
-		t.Errorf("error %q is not errAuth", err)
+	if !errors.Is(err, errAuth) || !adapters.IsRefused(err) {
+		t.Errorf("error %q is not errAuth marked adapters.Refused", err)
 	}
 
 	// Nothing listens here any more.
@@ -690,6 +690,41 @@ func TestIMAPBadPassword(t *testing.T) {
 	}
 	if h := src.Health(); h.Status != adapters.StatusError || h.LastError == "" {
 		t.Errorf("health = %+v, want error", h)
+	}
+}
+
+// TestIMAPRefusedRun: a login refused while serving (the password
+// changed) ends Run with the refusal, marked adapters.Refused, after one
+// login per folder: the service tries again minutes later, instead of
+// every folder logging in again every minute. The password is in no
+// error.
+func TestIMAPRefusedRun(t *testing.T) {
+	m := startMemIMAP(t, memOptions{})
+	if err := m.user.Create("Lists", nil); err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t)
+	srv := m.server(t)
+	srv.Password = "hunter2-Sekr1t"
+	src := m.source(t, ws, IMAPOptions{Server: srv, Folders: []string{"INBOX", "Lists"}})
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- src.Run(ctx, ws.pipe) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run went on with a refused password (%d logins)", m.rec.count("LOGIN")+m.rec.count("AUTHENTICATE"))
+	}
+	if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "authentication failed") {
+		t.Errorf("Run: %v, want the refused login marked adapters.Refused", err)
+	}
+	if strings.Contains(err.Error(), srv.Password.Reveal()) {
+		t.Errorf("error %q holds the password", err)
+	}
+	if n := m.rec.count("LOGIN") + m.rec.count("AUTHENTICATE"); n > 2 {
+		t.Errorf("%d logins, want at most one per folder", n)
 	}
 }
 

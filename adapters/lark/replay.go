@@ -183,10 +183,13 @@ func (r *receiver) read(ctx context.Context, sink adapters.Sink, ps *chatPass) e
 // event (chatsync.CatchUp.Failed), and one every replayInterval as a
 // safety net for what never reached the webhook (Lark gives up after four
 // tries).
+// Credentials Lark refuses end its Run (marked adapters.Refused, as the
+// tenant token's refusal is), and the service runs it again minutes later.
 func newReplaySource(r *receiver) adapters.Source {
 	c := r.catchUp
 	c.Interval, c.AfterFailure, c.Again = replayInterval, replayAfterFailure, replayAgain
 	c.Healthy = func() { r.a.health.Set(adapters.StatusConnected, "") }
+	c.Refused = adapters.IsRefused
 	return &replaySource{r: r, c: c}
 }
 
@@ -215,6 +218,24 @@ type replaySource struct {
 
 func (s *replaySource) Name() string { return "lark catch-up" }
 
+// Start asks Lark for a tenant token: app keys Lark refuses are an error
+// naming them, marked adapters.Refused (the service starts without the
+// Source, shows why on /health and tries again later; the webhook is
+// served meanwhile); Lark out of reach is none (Run's passes retry).
+func (s *replaySource) Start(ctx context.Context) error {
+	_, err := s.r.a.tenantToken(ctx, true)
+	switch {
+	case err == nil:
+	case adapters.IsRefused(err):
+		s.r.a.health.Error(err)
+		return err
+	default:
+		s.r.a.health.Error(err)
+		s.r.a.log.Warn("lark: no tenant token at start; the catch-up retries", "err", err)
+	}
+	return nil
+}
+
 // Error records on /health an error Run returned.
 func (s *replaySource) Error(err error) { s.r.a.health.Error(err) }
 
@@ -239,5 +260,6 @@ func (s *replaySource) FetchOnce(ctx context.Context, sink adapters.Sink) error 
 
 var (
 	_ adapters.Fetcher       = (*replaySource)(nil)
+	_ adapters.Starter       = (*replaySource)(nil)
 	_ adapters.ErrorReporter = (*replaySource)(nil)
 )

@@ -808,6 +808,45 @@ func TestReplaySource(t *testing.T) {
 	}
 }
 
+// The webhook mode's Source with app keys Lark refuses: Start and Run
+// fail naming the keys, marked adapters.Refused (the service starts
+// without the Source and tries it again later, the webhook served
+// meanwhile), /health says why, and the secret is in neither.
+func TestReplaySourceRefused(t *testing.T) {
+	w := rpNew(t)
+	cfg := Config{Enabled: true, AppID: testAppID, AppSecret: confkit.Secret("not-the-secret-0002"), Domain: w.fake.URL(), Mode: "webhook"}
+	a, err := newAdapter(cfg, confkit.Limits{}, w.ws.DZ, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newReplaySource(newReceiver(a)).(*replaySource)
+	err = src.Start(context.Background())
+	if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "app_id and app_secret") {
+		t.Errorf("Start: %v, want a refusal naming app_id and app_secret", err)
+	}
+	if h := a.health.Health(); h.Status != adapters.StatusError || !strings.Contains(h.LastError, "tenant token refused") {
+		t.Errorf("health %+v", h)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Run(context.Background(), w.ws.Pipe) }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run went on with refused credentials")
+	}
+	if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "app_id and app_secret") {
+		t.Errorf("Run: %v, want a refusal naming app_id and app_secret", err)
+	}
+	if strings.Contains(err.Error()+a.health.Health().LastError, "not-the-secret-0002") {
+		t.Error("the secret is in an error")
+	}
+	// Lark out of reach is no refusal: Start warns, the passes retry.
+	w.fake.Fail(larkfake.RouteTenantToken, larkfake.Failure{Status: 503})
+	if err := newReplaySource(w.receiver(t)).(*replaySource).Start(context.Background()); err != nil {
+		t.Errorf("Start with Lark answering 503: %v", err)
+	}
+}
+
 // FetchOnce gives up after chatsync.MaxFetchPasses passes that each
 // stopped at their bounds, saying so as Lark's own error: the text
 // `courier fetch` prints.

@@ -77,10 +77,13 @@ func (a *Adapter) tenantToken(ctx context.Context, fresh bool) (string, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&r); err != nil {
 		return "", adapters.Temporary(fmt.Errorf("lark: tenant token: %s, body not Lark's JSON", resp.Status))
 	}
-	if r.Code != 0 || r.Token == "" {
+	switch {
+	case r.Code == codeRateLimited || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return "", adapters.Temporary(fmt.Errorf("lark: tenant token: %s (code %d)", resp.Status, r.Code))
+	case r.Code != 0 || r.Token == "":
 		// Lark's msg names the bad field ("app secret invalid"),
 		// never the secret itself.
-		return "", fmt.Errorf("lark: tenant token refused (code %d: %s): check courier.adapters.lark.app_id and app_secret", r.Code, clip(a.redactSecret(r.Msg), 200))
+		return "", adapters.Refused(fmt.Errorf("lark: tenant token refused (code %d: %s): check courier.adapters.lark.app_id and app_secret", r.Code, clip(a.redactSecret(r.Msg), 200)))
 	}
 	life := time.Duration(r.Expire) * time.Second
 	a.tok.token = r.Token

@@ -48,14 +48,15 @@ import (
 //     the im types Courier does not read are registered to be acked and
 //     ignored. An app subscribed to other types gets them retried by Lark
 //     four times, logged at debug by the SDK.
-//   - Fatal refusals. The client takes an endpoint answer with a code it
-//     does not know (bad app_id/app_secret: 10003, 10014), a 403 and a
+//   - Refusals. The client takes an endpoint answer with a code it does
+//     not know (bad app_id/app_secret: 10003, 10014), a 403 and a
 //     handshake refused with ExceedConnLimit as final (*larkws.ClientError)
-//     and Start returns it; the Source then stops with a named error, and a
-//     later Run waits for shutdown without connecting, so the service's
-//     restart of a failed Run is not a loop of refused connections. Every
-//     other failure (network, 5xx, a used ticket) the client retries
-//     itself, at the interval Lark's ClientConfig sets.
+//     and Start returns it; Run then returns a named error marked
+//     adapters.Refused, and the service runs it again minutes later (not
+//     at once: no loop of refused connections), the other providers
+//     running meanwhile. Every other failure (network, 5xx, a used ticket)
+//     the client retries itself, at the interval Lark's ClientConfig
+//     sets.
 //   - Connects. v3.11.0 has lifecycle callbacks (OnReady for the first
 //     connection, OnReconnecting, OnReconnected, OnDisconnected, OnError),
 //     run on its coordinator goroutine; they drive /health and the
@@ -107,9 +108,6 @@ type wsSource struct {
 	connects   atomic.Int64 // connections made, over every Run
 	reconnects atomic.Int64 // connections after the first
 
-	mu    sync.Mutex
-	fatal error // a refusal that stopped the Source for good
-
 	// The catch-up: one pass at a time, started only while connected.
 	pmu        sync.Mutex
 	connected  bool
@@ -147,9 +145,10 @@ var (
 )
 
 // Start checks the credentials with the call the client makes first
-// (/callback/ws/endpoint): a refusal fails the start, naming the keys; a
-// network error or a busy Lark does not (Run's client retries, /health
-// says why).
+// (/callback/ws/endpoint): a refusal is an error naming the keys, marked
+// adapters.Refused (the service starts without the Source and tries it
+// again later; /health says why); a network error or a busy Lark is none
+// (Run's client retries, /health says why).
 func (s *wsSource) Start(ctx context.Context) error {
 	a := s.r.a
 	if a.cfg.AppID == "" || a.cfg.AppSecret.Reveal() == "" {
@@ -162,8 +161,8 @@ func (s *wsSource) Start(ctx context.Context) error {
 	switch {
 	case err == nil:
 	case errors.As(err, &refused):
-		s.setFatal(err)
-		return err
+		s.setError(err)
+		return adapters.Refused(err)
 	default:
 		s.setError(err)
 		a.log.Warn("lark: the long connection endpoint could not be asked; Run retries", "err", err)
@@ -171,7 +170,7 @@ func (s *wsSource) Start(ctx context.Context) error {
 	return nil
 }
 
-// wsRefused is Lark refusing the app for good: no retry succeeds before
+// wsRefused is Lark refusing the app: no retry succeeds before
 // the config changes.
 type wsRefused struct{ msg string }
 
@@ -219,25 +218,9 @@ func (s *wsSource) refusal(ce *larkws.ClientError) error {
 	msg := clip(s.r.a.redact(ce.Msg), 200)
 	if ce.Code == larkws.AuthFailed {
 		// The handshake's only final 514 is ExceedConnLimit.
-		return &wsRefused{fmt.Sprintf("lark: the long connection was refused: the app has too many connections open (Lark's ExceedConnLimit, at most 50 per app: %s); stop the other instances using app_id %s, then restart", msg, clip(s.r.a.cfg.AppID, 64))}
+		return &wsRefused{fmt.Sprintf("lark: the long connection was refused: the app has too many connections open (Lark's ExceedConnLimit, at most 50 per app: %s); stop the other instances using app_id %s (tried again later)", msg, clip(s.r.a.cfg.AppID, 64))}
 	}
 	return &wsRefused{fmt.Sprintf("lark: the long connection was refused (code %d: %s): check courier.adapters.lark.app_id and app_secret", ce.Code, msg)}
-}
-
-func (s *wsSource) setFatal(err error) {
-	s.mu.Lock()
-	if s.fatal == nil {
-		s.fatal = err
-	}
-	s.mu.Unlock()
-	s.setError(err)
-	s.r.a.log.Error("lark: the long connection stopped: Lark refused the app", "err", err)
-}
-
-func (s *wsSource) stopped() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fatal
 }
 
 // setHealth and setError change /health (and tell observe).
@@ -267,13 +250,8 @@ type wsRun struct {
 }
 
 // Run keeps the long connection until ctx ends. It returns nil then, and
-// a named error when Lark refuses the app (after which a later Run waits
-// for ctx without connecting).
+// a named error marked adapters.Refused when Lark refuses the app.
 func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
-	if s.stopped() != nil {
-		<-ctx.Done()
-		return nil
-	}
 	a := s.r.a
 	// Whatever was posted since the last Run (the service restarting a
 	// failed one) is a gap until a catch-up read it. The first Run's
@@ -332,8 +310,8 @@ func (s *wsSource) Run(ctx context.Context, sink adapters.Sink) error {
 	var ce *larkws.ClientError
 	if errors.As(err, &ce) {
 		ferr := s.refusal(ce)
-		s.setFatal(ferr)
-		return ferr
+		s.setError(ferr)
+		return adapters.Refused(ferr)
 	}
 	if err == nil {
 		return errors.New("lark: the long connection stopped on its own")

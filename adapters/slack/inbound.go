@@ -100,7 +100,7 @@ func newReceiver(a *Adapter) *receiver {
 	})
 	r.replay = &replayer{r: r, limits: defaultReplayLimits}
 	r.catchUp = &chatsync.CatchUp{Name: "slack", Pass: r.replay.pass, Tracker: r.track,
-		Again: time.Second, AfterFailure: afterFailure, Fatal: isFatal, Health: &a.health, Log: a.log}
+		Again: time.Second, AfterFailure: afterFailure, Refused: refusedPass, Health: &a.health, Log: a.log}
 	r.hook = r.newWebhook()
 	return r
 }

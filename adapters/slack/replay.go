@@ -179,6 +179,14 @@ func (p *replayer) channels(ctx context.Context, budget *int) ([]string, error) 
 	return out, listErr
 }
 
+// refusedPass reports whether a catch-up pass failed on refused
+// credentials: the Source's Run then ends with it, and the service tries
+// the Source again minutes later. A missing scope is not one: it keeps
+// some channels from being read (a DM without im:history), not the
+// others, and the pass is tried again later like any failed one, while
+// live events go on.
+func refusedPass(err error) bool { return isFatal(err) && !isMissingScope(err) }
+
 func isMissingScope(err error) bool {
 	var se slackapi.SlackErrorResponse
 	return errors.As(err, &se) && se.Err == "missing_scope"
@@ -458,8 +466,9 @@ func newReplaySource(r *receiver) *replaySource {
 func (s *replaySource) Name() string { return "slack/replay" }
 
 // Start checks that the webhook can verify requests (signing_secret) and
-// the bot token (auth.test): a revoked or wrong token fails the service's
-// start with the reason.
+// the bot token (auth.test): a revoked or wrong token is an error marked
+// adapters.Refused (the service starts without the Source and tries it
+// again later; /health says why).
 func (s *replaySource) Start(ctx context.Context) error {
 	if s.p.r.a.cfg.SigningSecret.Reveal() == "" {
 		return errors.New("slack: the events mode needs signing_secret: every request is verified with it")
@@ -472,8 +481,8 @@ func (s *replaySource) Error(err error) { s.p.r.a.health.Error(err) }
 
 // Run makes a pass at once, every interval, after a webhook failure, soon
 // after a pass that stopped at its bounds, and after a failed one once a
-// minute has passed, doubling up to the interval. A refused token stops
-// the passes (the service restarts with other credentials).
+// minute has passed, doubling up to the interval. A refused token ends it
+// (marked adapters.Refused: the service runs it again minutes later).
 func (s *replaySource) Run(ctx context.Context, sink adapters.Sink) error { return s.c.Run(ctx, sink) }
 
 var (

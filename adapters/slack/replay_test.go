@@ -203,8 +203,13 @@ func TestReplaySource(t *testing.T) {
 	w.a.mu.Lock()
 	w.a.self = nil
 	w.a.mu.Unlock()
-	if err := newReplaySource(w.r).Start(context.Background()); err == nil || !strings.Contains(err.Error(), "token_revoked") {
-		t.Errorf("Start with a revoked token: %v", err)
+	if err := newReplaySource(w.r).Start(context.Background()); !adapters.IsRefused(err) || !strings.Contains(err.Error(), "token_revoked") {
+		t.Errorf("Start with a revoked token: %v, want a refusal naming token_revoked", err)
+	}
+	// A pass refused ends Run with the refusal: the service runs it again
+	// minutes later, and the webhook goes on meanwhile.
+	if err := newReplaySource(w.r).Run(context.Background(), w.pipe); !adapters.IsRefused(err) || !strings.Contains(err.Error(), "token_revoked") {
+		t.Errorf("Run with a revoked token: %v, want a refusal naming token_revoked", err)
 	}
 }
 

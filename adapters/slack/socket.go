@@ -31,10 +31,12 @@ import (
 //     EventTypeErrorBadMessage with the raw frame, unacked; it is handled
 //     from the raw frame like any other, so no event type is lost for
 //     being new.
-//   - Fatal errors. Its RunContext returns on invalid_auth, not_authed,
+//   - Refusals. Its RunContext returns on invalid_auth, not_authed,
 //     account_inactive and token_revoked, but retries every other refusal
 //     (not_allowed_token_type, missing_scope, ...) forever; those are
-//     recognised from its connection_error events and stop the Source.
+//     recognised from its connection_error events and end the Run, which
+//     returns them marked adapters.Refused: the service tries the Source
+//     again minutes later, and runs the other providers meanwhile.
 //   - Reconnect pacing. After a disconnect or a drop it reconnects at once,
 //     and a server that accepts and drops every connection would be a
 //     tight loop; every apps.connections.open goes through a gate that
@@ -59,7 +61,8 @@ var fatalCodes = map[string]bool{
 	"invalid_token": true,
 }
 
-// isFatal reports whether err is a refusal of the credentials.
+// isFatal reports whether err is a refusal of the credentials or their
+// scopes.
 func isFatal(err error) bool {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) {
@@ -75,13 +78,15 @@ func isFatal(err error) bool {
 }
 
 // startCheck is every inbound Source's Start: the bot token must be
-// accepted (auth.test). A refused token fails the start with the reason;
-// a network error does not (Run retries, /health says why).
+// accepted (auth.test). A refused token is an error marked
+// adapters.Refused (the service starts without the Source and tries it
+// again later; /health says why); a network error is none (Run retries,
+// /health says why).
 func startCheck(ctx context.Context, a *Adapter) error {
 	if _, err := a.Identify(ctx); err != nil {
 		if isFatal(err) {
 			a.health.Error(err)
-			return err
+			return adapters.Refused(err)
 		}
 		a.health.Error(err)
 		a.log.Warn("slack: auth.test failed; retrying in the background", "err", err)
@@ -98,9 +103,6 @@ type socketSource struct {
 	// connection is taken for dead (its default 30 s; tests shorten it).
 	pingInterval time.Duration
 	gate         *reconnectGate
-
-	mu    sync.Mutex
-	fatal error // a refusal that stopped the Source
 
 	opens     atomic.Int64 // apps.connections.open calls made
 	connected atomic.Bool  // a connection said hello and is not known to be lost
@@ -133,24 +135,6 @@ func (s *socketSource) Error(err error) { s.r.a.health.Error(err) }
 // Stop has nothing to release: Run's connection ends with its context.
 func (s *socketSource) Stop(context.Context) error { return nil }
 
-// stop records a fatal refusal: the Source stays stopped (until the
-// service restarts with other credentials) and /health says why.
-func (s *socketSource) stop(err error) {
-	s.r.a.health.Error(fmt.Errorf("slack: socket mode stopped: %w", err))
-	s.r.a.log.Error("slack: socket mode stopped: Slack refused the credentials", "err", err)
-	s.mu.Lock()
-	if s.fatal == nil {
-		s.fatal = err
-	}
-	s.mu.Unlock()
-}
-
-func (s *socketSource) stopped() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fatal
-}
-
 // socketRun is what one Run shares with its handlers.
 type socketRun struct {
 	ctx    context.Context // Run's, ended with it
@@ -159,26 +143,24 @@ type socketRun struct {
 	sink   adapters.Sink
 	sem    chan struct{} // a slot per event in handling
 	wg     sync.WaitGroup
-	// fatal is a refusal seen on the way, which ends the connection for
-	// good; Run's goroutine alone uses it.
+	// fatal is a refusal seen on the way, which ends the connection;
+	// Run's goroutine alone uses it.
 	fatal error
 }
 
-// Run keeps a Socket Mode connection until ctx ends. After a fatal
-// refusal it waits for ctx without reconnecting, so the service's restart
-// of a failed Run cannot become a loop of refused connections.
+// Run keeps a Socket Mode connection until ctx ends. A refusal of the
+// credentials (by apps.connections.open, or by the catch-up's calls) ends
+// it with an error marked adapters.Refused, so that the service tries
+// again minutes later rather than at once.
 func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
-	if s.stopped() != nil {
-		<-ctx.Done()
-		return nil
-	}
 	s.r.a.health.Set(adapters.StatusConnecting, "")
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	run := &socketRun{ctx: rctx, cancel: cancel, smc: s.client(), sink: sink, sem: make(chan struct{}, socketWorkers)}
 	runDone := make(chan error, 1)
 	go func() { runDone <- run.smc.RunContext(rctx) }()
-	run.wg.Go(func() { _ = s.r.catchUp.Run(rctx, sink) })
+	caughtUp := make(chan error, 1)
+	run.wg.Go(func() { caughtUp <- s.r.catchUp.Run(rctx, sink) })
 	finish := func() {
 		cancel()
 		run.wg.Wait()
@@ -189,15 +171,24 @@ func (s *socketSource) Run(ctx context.Context, sink adapters.Sink) error {
 			<-runDone
 			finish()
 			return nil
+		case err := <-caughtUp:
+			// The catch-up ends before rctx only when Slack refused it
+			// the credentials (chatsync.CatchUp.Refused).
+			caughtUp = nil
+			if err == nil {
+				continue // rctx ended: runDone follows
+			}
+			cancel()
+			<-runDone
+			finish()
+			return err
 		case err := <-runDone:
 			finish()
 			if run.fatal == nil && isFatal(err) {
 				run.fatal = err
 			}
 			if run.fatal != nil {
-				s.stop(run.fatal)
-				<-ctx.Done()
-				return nil
+				return adapters.Refused(fmt.Errorf("slack: socket mode: Slack refused the credentials: %w", run.fatal))
 			}
 			if ctx.Err() != nil {
 				return nil

@@ -210,12 +210,37 @@ func TestSocketReconnect(t *testing.T) {
 	}
 }
 
-// A refused token stops the Source with the reason on /health, and no
-// new connection is tried: neither slack-go's own fatal codes
-// (token_revoked) nor those it would retry forever (not_allowed_token_type).
-func TestSocketFatalAuth(t *testing.T) {
+// runEnds waits for a Run that ends by itself and returns its error; the
+// runningSocket's close then finds nothing more to wait for.
+func runEnds(t *testing.T, rs *runningSocket) error {
+	t.Helper()
+	select {
+	case err := <-rs.done:
+		rs.done <- nil
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end")
+	}
+	return nil
+}
+
+// A refused token ends Run with the reason, marked adapters.Refused (the
+// service then tries again minutes later, the others running meanwhile)
+// and on /health: slack-go's own fatal codes (token_revoked) as those it
+// would retry forever (not_allowed_token_type), at Start, and in the
+// catch-up. A Run started again (the service's restart) connects once the
+// token is accepted again. A missing scope in the catch-up does not end
+// Run: live events go on.
+func TestSocketRefused(t *testing.T) {
+	refused := func(t *testing.T, err error, code string) {
+		t.Helper()
+		if !adapters.IsRefused(err) || !strings.Contains(err.Error(), code) {
+			t.Errorf("Run: %v, want a refusal naming %s", err, code)
+		}
+	}
 	t.Run("token_revoked", func(t *testing.T) {
 		w := newInWorld(t, "socket")
+		w.channel("C0REVOKE1", "revoke")
 		rs := startSocket(t, w, w.pipe)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -224,37 +249,37 @@ func TestSocketFatalAuth(t *testing.T) {
 		}
 		w.fake.RevokeTokens()
 		w.fake.Disconnect("link_disabled")
-		testutil.WaitFor(t, 10*time.Second, "the Source to stop", func() bool { return rs.s.stopped() != nil })
-		h := w.a.health.Health()
-		if h.Status != adapters.StatusError || !strings.Contains(h.LastError, "token_revoked") {
-			t.Errorf("health %+v, want an error naming token_revoked", h)
+		// Run ends at the refused reconnect, or at the catch-up's refused
+		// pass that the lost connection asked for, whichever comes first.
+		refused(t, runEnds(t, rs), "token_revoked")
+		opens := w.fake.Calls("apps.connections.open")
+		if opens > 2 {
+			t.Errorf("%d apps.connections.open calls, want at most 2 (the first, the refused one)", opens)
 		}
-		if n := w.fake.Calls("apps.connections.open"); n != 2 {
-			t.Errorf("%d apps.connections.open calls, want 2 (the first, the refused one)", n)
+		// The service's restart while the token is still refused: one
+		// call, refused again.
+		refused(t, rs.s.Run(ctx, w.pipe), "token_revoked")
+		if n := w.fake.Calls("apps.connections.open"); n != opens+1 {
+			t.Errorf("%d apps.connections.open calls, want %d", n, opens+1)
 		}
-		// The service restarts a Run that returned; a stopped Source's
-		// Run waits instead of connecting again.
-		rs.close()
-		r2 := make(chan error, 1)
-		ctx2, cancel2 := context.WithCancel(context.Background())
-		go func() { r2 <- rs.s.Run(ctx2, w.pipe) }()
-		cancel2()
-		if err := <-r2; err != nil {
-			t.Errorf("Run after the stop: %v", err)
-		}
-		if n := w.fake.Calls("apps.connections.open"); n != 2 {
-			t.Errorf("%d apps.connections.open calls after a new Run, want still 2", n)
+		// Accepted again: the next Run connects, and events are stored.
+		w.fake.AcceptTokens()
+		rctx, rcancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rs.s.Run(rctx, w.pipe) }()
+		defer func() { rcancel(); <-done }()
+		testutil.WaitFor(t, 10*time.Second, "connected again", func() bool { return w.a.health.Health().Status == adapters.StatusConnected })
+		env := send(t, w.fake, callback("EvBACK1", msgEvent("C0REVOKE1", "U0ANN", "1700001500.000100", "back")))
+		waitAcked(t, w.fake, env)
+		if !w.hasFile(t, msgID("C0REVOKE1", "1700001500.000100")) {
+			t.Error("no file for the event after the token was accepted again")
 		}
 	})
 	t.Run("not_allowed_token_type", func(t *testing.T) {
 		w := newInWorld(t, "socket")
 		w.fake.Fail("apps.connections.open", slackfake.Failure{Error: "not_allowed_token_type", Times: 1000})
 		rs := startSocket(t, w, w.pipe)
-		testutil.WaitFor(t, 10*time.Second, "the Source to stop", func() bool { return rs.s.stopped() != nil })
-		h := w.a.health.Health()
-		if h.Status != adapters.StatusError || !strings.Contains(h.LastError, "not_allowed_token_type") {
-			t.Errorf("health %+v, want an error naming not_allowed_token_type", h)
-		}
+		refused(t, runEnds(t, rs), "not_allowed_token_type")
 		if n := w.fake.Calls("apps.connections.open"); n > 2 {
 			t.Errorf("%d apps.connections.open calls: retried a refused token", n)
 		}
@@ -262,11 +287,37 @@ func TestSocketFatalAuth(t *testing.T) {
 			t.Errorf("%d connections", n)
 		}
 	})
+	t.Run("catch-up", func(t *testing.T) {
+		w := newInWorld(t, "socket")
+		w.fake.Fail("users.conversations", slackfake.Failure{Error: "invalid_auth", Times: 1000})
+		rs := startSocket(t, w, w.pipe)
+		refused(t, runEnds(t, rs), "invalid_auth")
+		if h := w.a.health.Health(); h.Status != adapters.StatusError || !strings.Contains(h.LastError, "invalid_auth") {
+			t.Errorf("health %+v, want an error naming invalid_auth", h)
+		}
+	})
+	t.Run("missing scope", func(t *testing.T) {
+		w := newInWorld(t, "socket")
+		w.channel("C0SCOPE01", "scope")
+		w.fake.Fail("conversations.history", slackfake.Failure{Error: "missing_scope", Times: 1000})
+		rs := startSocket(t, w, w.pipe)
+		testutil.WaitFor(t, 10*time.Second, "the failed pass on /health", func() bool {
+			return strings.Contains(w.a.health.Health().LastError, "missing_scope")
+		})
+		env := send(t, w.fake, callback("EvSCOPE1", msgEvent("C0SCOPE01", "U0ANN", "1700001600.000100", "live")))
+		waitAcked(t, w.fake, env)
+		select {
+		case err := <-rs.done:
+			t.Errorf("Run ended on a missing scope: %v", err)
+			rs.done <- nil
+		default:
+		}
+	})
 	t.Run("start", func(t *testing.T) {
 		w := newInWorld(t, "socket")
 		w.fake.RevokeTokens()
 		err := newSocketSource(w.r).Start(context.Background())
-		if err == nil || !strings.Contains(err.Error(), "token_revoked") {
+		if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "token_revoked") {
 			t.Errorf("Start with a revoked token: %v", err)
 		}
 		for _, secret := range []string{w.fake.Options().BotToken, w.fake.Options().AppToken} {

@@ -44,7 +44,10 @@ its log in courier.log.file (.monoco/logs/courier.log, rotated by size; see
 ` + "`courier logs`" + `), its pid in .monoco/mailbox/.state/courier.pid. It waits until the
 service says it is ready and prints its pid and addresses; if the service
 fails to start it prints the log's last lines and exits 69 (78 for a bad
-config). A running service is a conflict: exit 2, naming its pid.
+config). A provider whose credentials are refused or whose server is out
+of reach does not fail it: the service runs the others and tries that one
+again, and start exits 0 with a warning on stderr naming the provider and
+why. A running service is a conflict: exit 2, naming its pid.
 
 Under systemd (courier.systemd.unit, or a running service whose cgroup is
 a unit's) it runs systemctl start instead.`,
@@ -183,11 +186,28 @@ func (a *app) start(ctx context.Context, o startOpts) error {
 		o.lf.level = "debug"
 	}
 	st, err := d.Start(ctx, daemon.StartOptions{Timeout: o.timeout, LogLevel: o.lf.level, LogFormat: o.lf.format})
-	if err != nil || st.Systemd {
+	if err != nil {
 		return err
 	}
-	a.printStarted(d.Config, st)
+	if !st.Systemd {
+		a.printStarted(d.Config, st)
+	}
+	a.warnDegraded(ctx, d.Config)
 	return nil
+}
+
+// warnDegraded tells, on stderr, of each provider the service just
+// started runs without (its credentials refused, its server out of
+// reach): the service runs the others and tries it again, so start
+// succeeds, but whoever started it should know.
+func (a *app) warnDegraded(ctx context.Context, cfg *config.Config) {
+	rep, live := a.fetchHealth(ctx, cfg.Courier.HTTP.Listen)
+	if !live {
+		return
+	}
+	for _, d := range degradedAdapters(rep) {
+		fmt.Fprintf(a.stderr, "courier: warning: %s; the other providers run (courier status shows it)\n", d)
+	}
 }
 
 func (a *app) printStarted(cfg *config.Config, st *daemon.Started) {

@@ -123,6 +123,11 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	rep, live := a.fetchHealth(ctx, cfg.Courier.HTTP.Listen)
 	if live {
 		report("service", nil, fmt.Sprintf("running (pid %d), health %s at http://%s", rep.PID, rep.Status, cfg.Courier.HTTP.Listen))
+		// What the service itself meets (a token revoked while it runs),
+		// which doctor's own checks may not (run without the secrets).
+		for _, d := range degradedAdapters(rep) {
+			report(d.name+" (service)", errors.New(d.String()), "")
+		}
 	} else {
 		report("service", nil, "not running (`courier start` starts it)")
 		// serve would listen there: an address that cannot be bound

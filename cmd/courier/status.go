@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/mailbox"
@@ -80,6 +81,32 @@ func (a *app) fetchHealth(ctx context.Context, listen string) (service.Report, b
 	return rep, true
 }
 
+// degraded is an adapter a running service reports in error.
+type degraded struct {
+	name string
+	why  string // its last error, and when it is tried again
+}
+
+func (d degraded) String() string { return d.name + " is degraded: " + d.why }
+
+// degradedAdapters lists the adapters of a running service's report that
+// are in error, by name.
+func degradedAdapters(r service.Report) []degraded {
+	var out []degraded
+	for name, h := range r.Adapters {
+		if h.Status != adapters.StatusError {
+			continue
+		}
+		d := degraded{name: name, why: h.LastError}
+		if h.RetryAt != nil {
+			d.why += "; tried again at " + h.RetryAt.Format(time.RFC3339)
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
 func printReport(w io.Writer, r service.Report) {
 	svc := r.Service
 	if r.PID != 0 {
@@ -113,6 +140,9 @@ func printReport(w io.Writer, r service.Report) {
 			}
 			if h.LastError != "" {
 				line += " last error: " + h.LastError
+			}
+			if h.RetryAt != nil {
+				line += "; tried again at " + h.RetryAt.Format(time.RFC3339)
 			}
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}

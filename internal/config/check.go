@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
@@ -26,7 +27,7 @@ func (c *Config) validate(line func(string) int, secrets bool) schema.Errors {
 }
 
 // checkService checks the service's own sections: http, mcp, socket, log,
-// systemd, debounce, limits and outbound.
+// systemd, debounce, limits, outbound and restart.
 func checkService(k *confkit.Checker, cc *Courier) {
 	if err := confkit.ListenAddr(cc.HTTP.Listen); err != nil {
 		k.Bad("courier.http.listen", "%v", err)
@@ -87,6 +88,11 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	}
 	for i, r := range cc.Outbound.AttachRoots {
 		checkAttachRoot(k, fmt.Sprintf("courier.outbound.attach_roots[%d]", i), r)
+	}
+	if r := cc.Restart; r.Refused.D() < time.Second {
+		k.Bad("courier.restart.refused", "%v is less than a second: refused credentials asked for again at once would flood the provider", r.Refused.D())
+	} else if r.RefusedMax < r.Refused {
+		k.Bad("courier.restart.refused_max", "%v is less than refused (%v)", r.RefusedMax.D(), r.Refused.D())
 	}
 }
 

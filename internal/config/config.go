@@ -57,6 +57,7 @@ type Courier struct {
 	Mailbox  Mailbox        `yaml:"mailbox"`
 	MCP      MCP            `yaml:"mcp"`
 	Outbound Outbound       `yaml:"outbound"`
+	Restart  Restart        `yaml:"restart"`
 	Adapters Adapters       `yaml:"adapters"` // the providers' sections (adapters.go)
 	Notify   []Hook         `yaml:"notify"`   // wake-up hooks (notify.go)
 }
@@ -200,6 +201,18 @@ type Outbound struct {
 	// name starting with "."): .env, .git, .ssh hold secrets, so they are
 	// refused by default. The workspace's .monoco/ is refused even then.
 	AttachHidden bool `yaml:"attach_hidden"`
+}
+
+// Restart is how the service starts again a provider's source that
+// failed. A connection lost or a server down is tried again after a
+// second, doubling up to a minute; credentials or scopes the provider
+// refused (a wrong password, a revoked token, app keys it does not know)
+// after Refused, doubling up to RefusedMax: the provider's side may be
+// fixed at any time, and asking again every second would only fill its
+// log and ours. The other providers run meanwhile.
+type Restart struct {
+	Refused    confkit.Duration `yaml:"refused"`     // default 2m
+	RefusedMax confkit.Duration `yaml:"refused_max"` // default 10m
 }
 
 // RootDir returns the workspace root, relative paths taken from the

@@ -74,6 +74,9 @@ func TestParseFull(t *testing.T) {
 	if c.Courier.HTTP.Listen != "127.0.0.1:9000" || c.Courier.Debounce.WindowMS != 1000 {
 		t.Errorf("courier: %+v", c.Courier)
 	}
+	if r := c.Courier.Restart; r.Refused.D() != 2*time.Minute || r.RefusedMax.D() != 10*time.Minute {
+		t.Errorf("restart defaults not applied: %+v", r)
+	}
 	if c.Courier.Limits.MaxDraftBytes != 1<<20 || c.Courier.Outbound.MaxAttempts != 8 {
 		t.Errorf("defaults not applied: %+v %+v", c.Courier.Limits, c.Courier.Outbound)
 	}
@@ -126,6 +129,8 @@ func TestErrors(t *testing.T) {
 		{"attach root under /proc", "courier:\n  outbound:\n    attach_roots: [/srv/reports, /proc/self]\n", 3, "courier.outbound.attach_roots[1]", "under /proc, whose files are never attached"},
 		{"attach root with ~", "courier:\n  outbound:\n    attach_roots:\n      - ~/reports\n", 4, "courier.outbound.attach_roots[0]", "~ is not expanded"},
 		{"empty attach root", "courier:\n  outbound:\n    attach_roots: [\"\"]\n", 3, "courier.outbound.attach_roots[0]", "empty folder"},
+		{"refused retried at once", "courier:\n  restart:\n    refused: 10ms\n", 3, "courier.restart.refused", "less than a second"},
+		{"refused_max below refused", "courier:\n  restart: {refused: 5m, refused_max: 1m}\n", 2, "courier.restart.refused_max", "less than refused (5m0s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

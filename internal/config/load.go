@@ -149,6 +149,12 @@ func (c *Config) applyDefaults() {
 	}
 	cc.MCP.defaults()
 	cc.Outbound.defaults()
+	if cc.Restart.Refused == 0 {
+		cc.Restart.Refused = confkit.Duration(2 * time.Minute)
+	}
+	if cc.Restart.RefusedMax == 0 {
+		cc.Restart.RefusedMax = max(confkit.Duration(10*time.Minute), cc.Restart.Refused)
+	}
 	cc.Adapters.each("", func(_ string, s confkit.Section) { s.Defaults() })
 }
 

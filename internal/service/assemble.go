@@ -28,8 +28,9 @@ func Version() string {
 // Assemble makes the service of the providers: the ingest pipeline, the
 // outbound engine over their Senders, the notify hooks, the HTTP handler
 // (/health, /metrics and each Webhook at /webhook/<provider>) served by the
-// component serveHTTP makes, and a component per Source, started in that
-// order (so /health answers while sources connect); the extra components
+// component serveHTTP makes, and a component per Source (restarted after
+// the backoffs of courier.restart), started in that order (so /health
+// answers while sources connect); the extra components
 // (the agents' socket) start after the hooks, before the HTTP server.
 // Sources and Webhooks are given the pipeline with the mailbox's dead
 // letters (NewDeadLetterSink). Start the Lifetime to run it.
@@ -55,6 +56,7 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 	svc.DeadLetters = mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: dl.MaxFiles, MaxBytes: dl.MaxBytes})
 	svc.Ignored = set.Ignored()
 	sink := NewDeadLetterSink(pipeline, svc.DeadLetters, set.Secrets(), log.With("component", "deadletter"))
+	svc.secrets.Add(set.Secrets()...)
 	for name := range svc.Adapters {
 		if p := schema.Provider(name); p.Valid() {
 			metrics.Init(p)
@@ -71,10 +73,25 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		lt.Add(c)
 	}
 	lt.Add(serveHTTP(svc.Handler(set.Webhooks(sink))))
-	for _, src := range set.Sources() {
-		lt.Add(SourceComponent(src, sink, log))
+	restart := RestartOf(cfg)
+	svc.sources = map[string][]*sourceRun{}
+	for _, p := range set {
+		for _, src := range p.Sources {
+			r := newSourceRun(src, sink, log, restart, realClock)
+			svc.sources[string(p.Name)] = append(svc.sources[string(p.Name)], r)
+			lt.Add(r.component())
+		}
 	}
 	return svc, lt
+}
+
+// RestartOf is the restart backoffs of cfg (courier.restart).
+func RestartOf(cfg *config.Config) Restart {
+	r := DefaultRestart
+	if c := cfg.Courier.Restart; c.Refused > 0 {
+		r.Refused = Backoff{First: c.Refused.D(), Max: max(c.RefusedMax.D(), c.Refused.D())}
+	}
+	return r
 }
 
 // notifyHooks turns courier.notify into the runner's hooks.

@@ -4,7 +4,9 @@
 // framework/container/lifetime.go does); Assemble, which makes the
 // service of a set of providers (ingest, outbound, the notify hooks, the
 // HTTP server, a component per source); the restart loop of a source
-// (SourceComponent); the HTTP server and its limits (HTTPComponent); the
+// (source.go: a failed one restarted after a backoff, one whose provider
+// refused the credentials left out of the start and tried again slowly,
+// so that one provider's failure never stops the others); the HTTP server and its limits (HTTPComponent); the
 // health report and the Prometheus metrics; systemd's watchdog; and the
 // log Redactor. cmd/courier wires it, with the agents' socket and /mcp.
 package service

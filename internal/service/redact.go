@@ -52,6 +52,14 @@ func (s *secretSet) Add(secrets ...confkit.Secret) {
 	}
 }
 
+// redact returns x without the secrets' values.
+func (s *secretSet) redact(x string) string {
+	if rp := s.replacer.Load(); rp != nil {
+		return rp.Replace(x)
+	}
+	return x
+}
+
 func (r *Redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.next.Enabled(ctx, l) }
 
 func (r *Redactor) Handle(ctx context.Context, rec slog.Record) error {

@@ -40,6 +40,12 @@ type Service struct {
 	started  time.Time
 	stopping atomic.Bool
 	metrics  *Metrics
+	// sources are the Sources of each provider, by name: /health says
+	// when a failed one is started again.
+	sources map[string][]*sourceRun
+	// secrets are the providers' credentials, kept out of the adapters'
+	// errors on /health whatever a server quoted back.
+	secrets secretSet
 }
 
 // MarkStarted records the start time.
@@ -104,6 +110,8 @@ func (s *Service) Report(ctx context.Context) Report {
 	}
 	for name, h := range s.Adapters {
 		hh := h.Health()
+		hh.LastError, hh.Detail = s.secrets.redact(hh.LastError), s.secrets.redact(hh.Detail)
+		hh.RetryAt = s.retryAt(name)
 		r.Adapters[name] = hh
 		if hh.Status != adapters.StatusConnected && r.Status == "healthy" {
 			r.Status = "degraded"
@@ -126,6 +134,22 @@ func (s *Service) Report(ctx context.Context) Report {
 	}
 	s.unfiled(&r)
 	return r
+}
+
+// retryAt is the earliest time a failed Source of the provider is started
+// again; nil when none waits.
+func (s *Service) retryAt(provider string) *time.Time {
+	var first time.Time
+	for _, r := range s.sources[provider] {
+		if t := r.RetryAt(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	if first.IsZero() {
+		return nil
+	}
+	first = first.UTC()
+	return &first
 }
 
 func (s *Service) enabled() []schema.Provider {

@@ -9,8 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/mailbox"
 )
 
@@ -60,14 +62,9 @@ func TestLifetimeOrderAndRollback(t *testing.T) {
 	}
 }
 
-type fixedHealth adapters.Health
-
-func (h fixedHealth) Health() adapters.Health { return adapters.Health(h) }
-
-// TestHealthReport: /health lists every adapter (disabled ones too), is
-// degraded when an enabled adapter is not connected, and says when the
-// service is stopping.
-func TestHealthReport(t *testing.T) {
+// testMailbox is a new mailbox, closed when the test ends.
+func testMailbox(t *testing.T) *mailbox.Mailbox {
+	t.Helper()
 	root := t.TempDir()
 	if err := mailbox.Init(root); err != nil {
 		t.Fatal(err)
@@ -76,7 +73,19 @@ func TestHealthReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mb.Close()
+	t.Cleanup(func() { mb.Close() })
+	return mb
+}
+
+type fixedHealth adapters.Health
+
+func (h fixedHealth) Health() adapters.Health { return adapters.Health(h) }
+
+// TestHealthReport: /health lists every adapter (disabled ones too), is
+// degraded when an enabled adapter is not connected, and says when the
+// service is stopping.
+func TestHealthReport(t *testing.T) {
+	mb := testMailbox(t)
 	s := &Service{Mailbox: mb, Adapters: map[string]adapters.HealthReporter{
 		"email": fixedHealth{Status: adapters.StatusConnected},
 	}}
@@ -102,5 +111,31 @@ func TestHealthReport(t *testing.T) {
 	s.MarkStopping()
 	if r := get(); r.Service != "stopping" {
 		t.Errorf("stopping: %+v", r)
+	}
+}
+
+// TestHealthReportRefused: a provider whose Source waits to be started
+// again (its credentials refused) says when on /health (retry_at, the
+// earliest of its Sources), and no credential of a provider shows in an
+// adapter's error or detail, whatever a server quoted back.
+func TestHealthReportRefused(t *testing.T) {
+	mb := testMailbox(t)
+	const token = "xoxb-0000-sekrit-token"
+	s := &Service{Mailbox: mb, Adapters: map[string]adapters.HealthReporter{
+		"slack": fixedHealth{Status: adapters.StatusError, LastError: "slack: auth.test: invalid_auth for " + token, Detail: "token " + token},
+		"email": fixedHealth{Status: adapters.StatusConnected},
+	}}
+	s.secrets.Add(confkit.Secret(token))
+	at := time.Date(2026, 3, 1, 0, 2, 0, 0, time.UTC)
+	waiting, running := &sourceRun{retryAt: at.Add(time.Minute)}, &sourceRun{}
+	first := &sourceRun{retryAt: at}
+	s.sources = map[string][]*sourceRun{"slack": {waiting, running, first}, "email": {{}}}
+	r := s.Report(context.Background())
+	h := r.Adapters["slack"]
+	if r.Status != "degraded" || h.RetryAt == nil || !h.RetryAt.Equal(at) || r.Adapters["email"].RetryAt != nil {
+		t.Errorf("report %q, slack %+v, email %+v", r.Status, h, r.Adapters["email"])
+	}
+	if b, _ := json.Marshal(r); strings.Contains(string(b), token) || !strings.Contains(h.LastError, "invalid_auth for [redacted]") {
+		t.Errorf("a token on /health: %s", b)
 	}
 }

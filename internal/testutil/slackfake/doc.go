@@ -11,12 +11,12 @@
 //     {"ok":true,...} or HTTP 200 {"ok":false,"error":CODE}. A missing
 //     token is not_authed, another token invalid_auth, the app token where
 //     a bot token is wanted (and the reverse) not_allowed_token_type,
-//     every token after RevokeTokens token_revoked. Unknown methods answer
-//     unknown_method. Methods: auth.test, apps.connections.open,
-//     users.info, conversations.info, conversations.open,
-//     conversations.history, conversations.replies, users.conversations,
-//     chat.postMessage, files.getUploadURLExternal, the upload POST to the
-//     upload_url, files.completeUploadExternal.
+//     every token after RevokeTokens token_revoked (until AcceptTokens).
+//     Unknown methods answer unknown_method. Methods: auth.test,
+//     apps.connections.open, users.info, conversations.info,
+//     conversations.open, conversations.history, conversations.replies,
+//     users.conversations, chat.postMessage, files.getUploadURLExternal,
+//     the upload POST to the upload_url, files.completeUploadExternal.
 //   - Failures on demand (Fail), of a method or of a file transfer
 //     (FileDownload, FileUpload): HTTP 429 with Retry-After (slack-go's
 //     RateLimitedError), another HTTP status, or an error code with

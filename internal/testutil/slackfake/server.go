@@ -446,6 +446,14 @@ func (s *Server) RevokeTokens() {
 	clear(s.tickets)
 }
 
+// AcceptTokens undoes RevokeTokens: both tokens are accepted again, as
+// after a Slack incident that refused valid tokens for a while.
+func (s *Server) AcceptTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revoked = false
+}
+
 // request is one Web API call, parsed.
 type request struct {
 	method string
