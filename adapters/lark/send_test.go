@@ -280,6 +280,57 @@ func TestSendReply(t *testing.T) {
 	}
 }
 
+// TestSendReplyOpensThread: seed 004 §5.2 answers lark_om_abc123 with
+// thread_key om_abc123, the parent's own id: the reply opens a thread at
+// the parent (reply_in_thread, and the fake makes the parent the root of
+// a new thread); a parent already in a thread is answered in it; a
+// quoted reply is made the thread's root as Lark does, at the chain's
+// root.
+func TestSendReplyOpensThread(t *testing.T) {
+	e := sndSetup(t, nil)
+	top := e.fake.AddMessage("oc_team", larkfake.Message{MessageID: "om_abc123", SenderID: "ou_ann", Content: `{"text":"top"}`})
+	inThread := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", ThreadID: "omt_launch", Content: `{"text":"in a thread"}`})
+	root := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", Content: `{"text":"a root"}`})
+	quoted := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_bob", ParentID: root, RootID: root, Content: `{"text":"a quoted reply"}`})
+	for _, c := range []struct {
+		name, parent, parentThread string
+		wantKey                    string // the draft's thread_key once resolved
+		wantThread                 string // the reply's thread_id; "new" for a new one
+	}{
+		{"top-level", top, "", top, "new"},
+		{"in a thread", inThread, "omt_launch", "omt_launch", "omt_launch"},
+		{"quoted reply", quoted, root, quoted, "new"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
+				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.parentThread)}}}
+			before := len(e.fake.Sent())
+			d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.parent), Content: sndMD("on it")}, parent)
+			if string(d.ThreadKey) != c.wantKey {
+				t.Errorf("thread_key resolved to %q, want %q", d.ThreadKey, c.wantKey)
+			}
+			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := e.fake.Sent()[before:]
+			if len(sent) != 1 {
+				t.Fatalf("the fake made %d messages, want 1", len(sent))
+			}
+			m := sent[0]
+			wantThread := m.ThreadID == c.wantThread || (c.wantThread == "new" && strings.HasPrefix(m.ThreadID, "omt_") && m.ThreadID != "omt_launch")
+			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || !m.ReplyInThread || !wantThread {
+				t.Errorf("sent %+v; want a reply to %s with reply_in_thread, in thread %s", m, c.parent, c.wantThread)
+			}
+			// The receipt names a thread the draft did not: the one
+			// opened, which the archived draft then carries.
+			if want := map[bool]string{true: m.ThreadID, false: ""}[c.wantThread == "new"]; r.ThreadKey != want {
+				t.Errorf("receipt thread %q, want %q", r.ThreadKey, want)
+			}
+		})
+	}
+}
+
 // sndGate is an engine gate that records what the fake had received
 // when the Sender passed it.
 type sndGate struct {
