@@ -40,6 +40,9 @@ func TestResolveReplyUTF8(t *testing.T) {
 		{"raw From only", utf8Parent("", map[string]any{"from": []any{"José <josé@exämple.com>"}}), "josé@exämple.com"},
 		{"Reply-To, a comma in its name", utf8Parent("josé@exämple.com", map[string]any{"reply_to": []any{"Équipe, Support <équipe@exämple.com>"}}), "équipe@exämple.com"},
 		{"Chinese", utf8Parent("用户@例子.广告", nil), "用户@例子.广告"},
+		// net/mail read no address in this one, and the reply went to
+		// the From.
+		{"ASCII Reply-To, a comma in its name", utf8Parent("josé@exämple.com", map[string]any{"reply_to": []any{"Lee, Ann <ann@example.com>"}}), "ann@example.com"},
 		{"ASCII email", &adapters.Parent{Message: &schema.Message{ID: "email_2", Provider: schema.Email,
 			Participants: schema.Participants{From: schema.Participant{ID: "ann@example.com", Name: "Ann", Email: "ann@example.com", PlatformID: "Ann@Example.com"}},
 			Metadata:     schema.Metadata{ProviderRaw: map[string]any{"subject": "Plan"}}}}, "ann@example.com"},
