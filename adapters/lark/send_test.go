@@ -237,6 +237,22 @@ func TestSendTextAndCard(t *testing.T) {
 	}
 }
 
+// sendOne sends d, which must make one message, and returns the receipt
+// and that message.
+func (e *sndEnv) sendOne(t *testing.T, d *schema.Draft) (adapters.Receipt, larkfake.Sent) {
+	t.Helper()
+	before := len(e.fake.Sent())
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()[before:]
+	if len(sent) != 1 {
+		t.Fatalf("the fake made %d messages, want 1", len(sent))
+	}
+	return r, sent[0]
+}
+
 // TestSendReply: a reply answers its parent through the reply API, in
 // the parent's thread when it is in one (reply_in_thread, and the fake
 // puts it in that thread), plainly when it is not.
@@ -259,17 +275,8 @@ func TestSendReply(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
 				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.thread)}}}
-			before := len(e.fake.Sent())
 			d := schema.Draft{ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.thread), Content: sndMD("on it")}
-			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: sndDraft(t, d, parent)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sent := e.fake.Sent()[before:]
-			if len(sent) != 1 {
-				t.Fatalf("the fake made %d messages, want 1", len(sent))
-			}
-			m := sent[0]
+			r, m := e.sendOne(t, sndDraft(t, d, parent))
 			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || m.ReplyInThread != c.inThread || m.ThreadID != c.threadID || m.ChatID != "oc_team" {
 				t.Errorf("sent %+v; want a reply to %s, reply_in_thread %v, in thread %q", m, c.parent, c.inThread, c.threadID)
 			}
@@ -304,20 +311,11 @@ func TestSendReplyOpensThread(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
 				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.parentThread)}}}
-			before := len(e.fake.Sent())
 			d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.parent), Content: sndMD("on it")}, parent)
 			if string(d.ThreadKey) != c.wantKey {
 				t.Errorf("thread_key resolved to %q, want %q", d.ThreadKey, c.wantKey)
 			}
-			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sent := e.fake.Sent()[before:]
-			if len(sent) != 1 {
-				t.Fatalf("the fake made %d messages, want 1", len(sent))
-			}
-			m := sent[0]
+			r, m := e.sendOne(t, d)
 			wantThread := m.ThreadID == c.wantThread || (c.wantThread == "new" && strings.HasPrefix(m.ThreadID, "omt_") && m.ThreadID != "omt_launch")
 			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || !m.ReplyInThread || !wantThread {
 				t.Errorf("sent %+v; want a reply to %s with reply_in_thread, in thread %s", m, c.parent, c.wantThread)
