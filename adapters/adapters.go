@@ -128,6 +128,12 @@ type Receipt struct {
 	// (Slack's echo, an IMAP Sent folder) is then recognised as our own.
 	// Empty when the draft's InboundID was already known at queue time.
 	InboundID string
+	// ThreadKey is the thread the provider put the message in when that
+	// is not the draft's thread_key (Lark: the thread_id, omt_…, of a
+	// reply that opened a thread at its parent, seed 004 §5.2); the
+	// archived draft then names it, as the thread's later messages do.
+	// Empty otherwise.
+	ThreadKey string
 	// Recipients holds per-recipient outcomes where the provider gives
 	// them.
 	Recipients []schema.RecipientResult

@@ -183,18 +183,23 @@ type Receipt struct {
 	ProviderMessageID string                   `json:"provider_message_id,omitempty"`
 	Channel           string                   `json:"channel,omitempty"`
 	InboundID         string                   `json:"inbound_id,omitempty"`
+	ThreadKey         string                   `json:"thread_key,omitempty"`
 	Recipients        []schema.RecipientResult `json:"recipients,omitempty"`
 	At                time.Time                `json:"at"`
 }
 
 // File records the receipt on the draft as its delivery record: the draft
 // is then ready to be filed in archive/. The inbound id the provider gave
-// fills the draft's when the queue did not know it.
+// fills the draft's when the queue did not know it, and the thread the
+// provider put the message in, when it gave one, is the draft's thread.
 func (r *Receipt) File(d *schema.Draft, attempts int) {
 	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: attempts, SentAt: schema.TimePtr(r.At),
 		ProviderMessageID: r.ProviderMessageID, Channel: r.Channel, Recipients: r.Recipients}
 	if d.InboundID == "" {
 		d.InboundID = r.InboundID
+	}
+	if r.ThreadKey != "" {
+		d.ThreadKey = schema.NullString(r.ThreadKey)
 	}
 }
 

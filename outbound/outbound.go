@@ -598,7 +598,8 @@ func (e *Engine) send(ctx context.Context, log *slog.Logger, sender adapters.Sen
 func (e *Engine) fileSent(ctx context.Context, log *slog.Logger, due mailbox.Due, d *schema.Draft, attempts int, tk *ticket, start time.Time, rcpt adapters.Receipt, accepted []schema.RecipientResult) {
 	now := e.opts.Now()
 	results := append(accepted, rcpt.Recipients...)
-	r := mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Channel: rcpt.Channel, InboundID: rcpt.InboundID, Recipients: results, At: now}
+	r := mailbox.Receipt{ProviderMessageID: rcpt.ProviderMessageID, Channel: rcpt.Channel, InboundID: rcpt.InboundID, ThreadKey: rcpt.ThreadKey,
+		Recipients: results, At: now}
 	if err := e.mb.MarkAccepted(ctx, d.ID, r); err != nil {
 		log.Error("outbound: sent, but could not record it", "err", err)
 	}

@@ -1,7 +1,8 @@
 package email
 
 import (
-	"net/mail"
+	"cmp"
+	"fmt"
 	"os"
 	"strings"
 
@@ -15,7 +16,9 @@ import (
 // Resolver is email's rules for drafts (seed 003): a reply goes to the
 // parent's Reply-To, else its From, with "Re:" and In-Reply-To/References
 // from the parent, from the account the parent came to; every attempt
-// sends the Message-ID fixed here.
+// sends the Message-ID fixed here. An address that is not ASCII is
+// answered as it was written (see replyRecipients), and the Sender
+// delivers it over SMTPUTF8.
 type Resolver struct {
 	// Accounts are the configured accounts; the first is the default.
 	Accounts []AccountConfig
@@ -31,7 +34,11 @@ func (*Resolver) Recognizes(r string) bool { return strings.Contains(r, "@") }
 // the inbound id a copy of the mail will have.
 func (r *Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, opts adapters.ResolveOptions, src *schema.Source) error {
 	if len(d.To) == 0 && parent != nil {
-		d.To = replyRecipients(parent)
+		to, refused := replyRecipients(parent)
+		if len(to) == 0 && refused != nil {
+			return src.Errorf("reply_to", "%s: the address it came from cannot be answered: %v; set to", d.ReplyTo, refused)
+		}
+		d.To = to
 	}
 	if len(d.To) == 0 {
 		return nil // the caller names the missing recipient
@@ -96,30 +103,72 @@ func (r *Resolver) resolveAccount(d *schema.Draft, parent *adapters.Parent, acco
 }
 
 // replyRecipients applies seed 003: the parent's Reply-To, else its From;
-// a follow-up to our own mail goes to its recipients again.
-func replyRecipients(p *adapters.Parent) schema.Recipients {
+// a follow-up to our own mail goes to its recipients again. An address
+// is answered as it was written: the From's email when the file has one
+// (ASCII, as the protocol's schema takes it), else its platform_id or the
+// raw From (an SMTPUTF8 address, josé@exämple.com), which the Sender
+// delivers over SMTPUTF8. Each must be one plain address (plainAddress):
+// one that is not is skipped, and refused names the first such when
+// none is left.
+func replyRecipients(p *adapters.Parent) (to schema.Recipients, refused error) {
 	if p.Draft != nil {
-		return p.Draft.To
+		return p.Draft.To, nil
 	}
 	m := p.Message
-	var replyTo []threading.Address
-	if raw, ok := m.Metadata.ProviderRaw["reply_to"].([]any); ok {
-		for _, r := range raw {
-			if s, ok := r.(string); ok {
-				if a, err := mail.ParseAddress(s); err == nil {
-					replyTo = append(replyTo, threading.Address{Name: a.Name, Email: a.Address})
+	pick := func(list []string) []threading.Address {
+		var out []threading.Address
+		for _, a := range list {
+			if a == "" {
+				continue
+			}
+			if err := plainAddress(a); err != nil {
+				if refused == nil {
+					refused = fmt.Errorf("%.200q: %v", a, err)
 				}
+				continue
+			}
+			out = append(out, threading.Address{Email: a})
+		}
+		return out
+	}
+	raw := func(key string) []string {
+		var out []string
+		for _, s := range rawStrings(m.Metadata.ProviderRaw[key]) {
+			out = append(out, rawAddress(s))
+		}
+		return out
+	}
+	replyTo := pick(raw("reply_to"))
+	f := m.Participants.From
+	addr := cmp.Or(f.Email, f.PlatformID)
+	if rf := raw("from"); addr == "" && len(rf) > 0 {
+		addr = rf[0]
+	}
+	from := pick([]string{addr})
+	for _, t := range threading.ReplyTarget(from, replyTo) {
+		to = append(to, t.Email)
+	}
+	return to, refused
+}
+
+// rawStrings are the strings of a provider_raw list (a YAML sequence read
+// back as []any).
+func rawStrings(v any) []string {
+	switch v := v.(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
 			}
 		}
+		return out
+	case string:
+		return []string{v}
 	}
-	from := []threading.Address{{Name: m.Participants.From.Name, Email: m.Participants.From.Email}}
-	var out schema.Recipients
-	for _, t := range threading.ReplyTarget(from, replyTo) {
-		if t.Email != "" {
-			out = append(out, t.Email)
-		}
-	}
-	return out
+	return nil
 }
 
 // parentHeaders returns the subject, Message-ID, References and

@@ -143,6 +143,9 @@ func (s *Sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 		if err != nil {
 			return adapters.Receipt{}, adapters.Permanent(fmt.Errorf("email: recipient %q: %w", r, err))
 		}
+		if err := envelopeAddress(a.Address); err != nil {
+			return adapters.Receipt{}, adapters.Permanent(fmt.Errorf("email: recipient %q: %w", r, err))
+		}
 		if !done[strings.ToLower(a.Address)] {
 			rcpts = append(rcpts, a.Address)
 			done[strings.ToLower(a.Address)] = true // once, even if in To and Cc
@@ -210,7 +213,12 @@ func (s *Sender) transmit(ctx context.Context, at *adapters.Attempt, acct *Accou
 	if err := greet(c, acct, from); err != nil {
 		return nil, err
 	}
-	if err := c.Mail(from, &smtp.MailOptions{}); err != nil {
+	wide, err := needsUTF8(c, acct, from, rcpts)
+	if err != nil {
+		quit = true
+		return nil, err
+	}
+	if err := c.Mail(from, &smtp.MailOptions{UTF8: wide}); err != nil {
 		return nil, classify(err, "MAIL FROM")
 	}
 	results, ok, err := rcptTo(c, rcpts)
@@ -255,6 +263,42 @@ func greet(c *smtp.Client, acct *Account, from string) error {
 		if err := c.Auth(sc); err != nil {
 			// Credentials are fixed by a person; retrying later is right.
 			return adapters.Temporary(fmt.Errorf("email: smtp %s: authentication failed as %s: %w", acct.SMTP.addr(), acct.SMTP.Username, err))
+		}
+	}
+	return nil
+}
+
+// needsUTF8 reports whether the transaction needs SMTPUTF8 (RFC 6531): an
+// address that is not ASCII (a reply to josé@exämple.com) goes only with
+// it, in the envelope and in the header fields, which carry it as
+// written. A server that does not offer it cannot take the message: that
+// is permanent (the account's server will not change its mind on a
+// retry), and the error names the address.
+func needsUTF8(c *smtp.Client, acct *Account, from string, rcpts []string) (bool, error) {
+	var wide []string
+	for _, a := range append([]string{from}, rcpts...) {
+		if !isASCII(a) {
+			wide = append(wide, a)
+		}
+	}
+	if len(wide) == 0 {
+		return false, nil
+	}
+	if ok, _ := c.Extension("SMTPUTF8"); !ok {
+		return false, adapters.Permanent(fmt.Errorf("email: smtp %s (account %s) does not offer SMTPUTF8, which %s needs (an address that is not ASCII): send it through a server that does",
+			acct.SMTP.addr(), acct.Name, strings.Join(wide, ", ")))
+	}
+	return true, nil
+}
+
+// envelopeAddress refuses an address that SMTP cannot carry as it is
+// written into "RCPT TO:<...>": an angle bracket, a quote, white space or
+// a control character would end the path or add to the command (a quoted
+// local part "a@x>, <b" parses as one address).
+func envelopeAddress(a string) error {
+	for _, r := range a {
+		if r <= ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) || strings.ContainsRune("<>\",\\", r) {
+			return fmt.Errorf("%s cannot be written in an SMTP envelope", runeName(r))
 		}
 	}
 	return nil

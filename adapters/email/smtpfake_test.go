@@ -36,9 +36,13 @@ type fakeMsg struct {
 	from  string
 	rcpts []string
 	data  []byte
+	utf8  bool // MAIL FROM said SMTPUTF8
 }
 
-func startSMTPFake(t testing.TB) *smtpFake {
+func startSMTPFake(t testing.TB) *smtpFake { return startSMTPFakeWith(t, false) }
+
+// startSMTPFakeWith starts an smtpFake that offers SMTPUTF8 or not.
+func startSMTPFakeWith(t testing.TB, smtputf8 bool) *smtpFake {
 	t.Helper()
 	f := &smtpFake{rcptErr: map[string]error{}}
 	f.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
@@ -49,6 +53,7 @@ func startSMTPFake(t testing.TB) *smtpFake {
 	}))
 	f.srv.Domain = "fake.test"
 	f.srv.AllowInsecureAuth = true
+	f.srv.EnableSMTPUTF8 = smtputf8
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +87,7 @@ type fakeSession struct {
 	f     *smtpFake
 	from  string
 	rcpts []string
+	utf8  bool
 	authd bool
 }
 
@@ -111,7 +117,7 @@ func (s *fakeSession) Mail(from string, opts *smtp.MailOptions) error {
 	if s.f.mailErr != nil {
 		return s.f.mailErr
 	}
-	s.from = from
+	s.from, s.utf8 = from, opts != nil && opts.UTF8
 	return nil
 }
 
@@ -135,7 +141,7 @@ func (s *fakeSession) Data(r io.Reader) error {
 	if s.f.dataErr != nil {
 		return s.f.dataErr
 	}
-	s.f.msgs = append(s.f.msgs, fakeMsg{from: s.from, rcpts: s.rcpts, data: bytes.Clone(b)})
+	s.f.msgs = append(s.f.msgs, fakeMsg{from: s.from, rcpts: s.rcpts, data: bytes.Clone(b), utf8: s.utf8})
 	return nil
 }
 

@@ -404,6 +404,10 @@ func (a *Adapter) putContent(msg *schema.Message, batch *dropzone.Batch, extra m
 	// A message of a file alone has only its bracketed note as text.
 	hasWords := strings.TrimSpace(text) != "" && !resourceOnly[msgType]
 	msg.Type = schema.TypeOf(hasWords, msg.Artifacts[:files])
+	if msgType == "interactive" {
+		// A card, whatever it shows: the protocol has a type for it.
+		msg.Type = schema.TypeCard
+	}
 	return nil
 }
 

@@ -218,6 +218,11 @@ func TestRules(t *testing.T) {
 	if pi.Type != schema.TypeMixed {
 		t.Errorf("post with words and an image: type %q, want mixed", pi.Type)
 	}
+	// A card is filed as one (the protocol's type card), with its
+	// readable text and Markdown.
+	if c := norm("interactive").Message; c.Type != schema.TypeCard || c.Content.Text != "Deploy\nBuild 42 passed" || !strings.Contains(string(c.Content.Markdown), "**Deploy**") {
+		t.Errorf("interactive: type %q text %q markdown %q; want a card with its words", c.Type, c.Content.Text, c.Content.Markdown)
+	}
 	bad := norm("malformed").Message
 	if bad.Metadata.Extra.Other["parse_error"] == nil || bad.Metadata.ProviderRaw == nil || bad.Metadata.Extra.Other["create_time_unparsed"] != "not a time" ||
 		!bad.Timestamp.Time.Equal(time.UnixMilli(1700000000100)) {

@@ -31,7 +31,11 @@ import (
 // from the parent's session.thread_key: Lark's thread_id (omt_…) when the
 // parent is in a thread, and then the Sender replies with
 // reply_in_thread, else the root of a quoted reply chain (om_…), which a
-// plain reply continues.
+// plain reply continues. A draft may also name the parent's own id
+// (om_…, seed 004 §5.2: reply_to lark_om_abc123, thread_key om_abc123):
+// that opens a thread at the parent, the Sender replying with
+// reply_in_thread; a parent already in a thread is answered in it. Any
+// other thread_key in a reply is refused.
 //
 // The IdempotencyKey is a uuid fixed here, sent as Lark's uuid on every
 // attempt (Lark makes one message of the calls that share one within an
@@ -78,10 +82,19 @@ func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.Res
 			return src.Errorf("to", "%s answers a message in %s, and a reply goes to its parent's chat: leave to empty, or drop reply_to to start a new message to %s",
 				strings.Join(d.To, ", "), strings.Join(to, ", "), strings.Join(d.To, ", "))
 		}
-		switch {
-		case d.ThreadKey == "":
+		own, _ := omOf(replyTo)
+		switch tk := string(d.ThreadKey); {
+		case tk == "":
 			d.ThreadKey = schema.NullString(thread)
-		case string(d.ThreadKey) != thread:
+		case tk == own && threadRE.MatchString(thread):
+			// The parent's own id (seed 004 §5.2) with a parent already in
+			// a thread: Lark answers it in that thread, which the draft
+			// then names.
+			d.ThreadKey = schema.NullString(thread)
+		case tk == own:
+			// The parent's own id opens a thread at it (seed 004 §5.2):
+			// the Sender replies with reply_in_thread.
+		case tk != thread:
 			return src.Errorf("thread_key", "%s is not the thread of %s (%s): leave thread_key empty in a reply", d.ThreadKey, d.ReplyTo, orNone(thread))
 		}
 		d.ReplyTo = schema.NullString(replyTo)

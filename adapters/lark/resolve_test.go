@@ -90,6 +90,9 @@ func TestResolveRefuses(t *testing.T) {
 		{"bcc", schema.Draft{To: schema.Recipients{"oc_team"}, Bcc: schema.Recipients{"ou_bob"}}, nil, "bcc", "no bcc"},
 		{"reply elsewhere", schema.Draft{To: schema.Recipients{"oc_other"}, ReplyTo: "lark_om_p"}, sndParent("om_p", ""), "to", "leave to empty"},
 		{"wrong thread", schema.Draft{ReplyTo: "lark_om_p", ThreadKey: "omt_other"}, sndParent("om_p", "omt_t1"), "thread_key", "not the thread"},
+		{"another message's id as thread", schema.Draft{ReplyTo: "lark_om_p", ThreadKey: "om_other"}, sndParent("om_p", ""),
+			"thread_key", "om_other is not the thread of lark_om_p (none): leave thread_key empty in a reply"},
+		{"the parent's root as thread", schema.Draft{ReplyTo: "lark_om_p", ThreadKey: "om_root"}, sndParent("om_p", "omt_t1"), "thread_key", "not the thread"},
 		{"recall", schema.Draft{ReplyTo: "lark_om_gone_recall"}, recall, "reply_to", "recalled"},
 		{"message as recipient", schema.Draft{To: schema.Recipients{"om_abc"}}, nil, "to", "set reply_to: lark_om_abc"},
 		{"two recipients", schema.Draft{To: schema.Recipients{"ou_ann", "ou_bob"}}, nil, "to", "one chat or person"},
@@ -116,5 +119,40 @@ func TestResolveEmailRecipient(t *testing.T) {
 	}
 	if id, typ, err := receiveID(d.To[0]); err != nil || id != "ann@example.com" || typ != "email" {
 		t.Errorf("receiveID = %q, %q, %v; want the address as email", id, typ, err)
+	}
+}
+
+// TestResolveThreadAtParent: seed 004 §5.2's reply names the parent's own
+// id as its thread_key: a thread opened at the parent, which the draft
+// keeps (the Sender replies with reply_in_thread); a parent already in a
+// thread is answered in that thread. Also for one of our own messages.
+func TestResolveThreadAtParent(t *testing.T) {
+	ours := &schema.Draft{ID: "lark_out_1", Provider: schema.Lark, To: schema.Recipients{"oc_team"},
+		Delivery: &schema.Delivery{Status: schema.DeliverySent, ProviderMessageID: "om_sent1"}}
+	for _, c := range []struct {
+		name       string
+		parent     *adapters.Parent
+		replyTo    string
+		key        string
+		want       string
+		wantTarget target
+	}{
+		{"top-level", sndParent("om_abc123", ""), "lark_om_abc123", "om_abc123", "om_abc123", target{reply: "om_abc123", inThread: true}},
+		{"quoted chain", sndParent("om_p", "om_root"), "lark_om_p", "om_p", "om_p", target{reply: "om_p", inThread: true}},
+		{"in a thread", sndParent("om_p", "omt_t1"), "lark_om_p", "om_p", "omt_t1", target{reply: "om_p", inThread: true}},
+		{"our message", &adapters.Parent{Draft: ours}, "lark_out_1", "om_sent1", "om_sent1", target{reply: "om_sent1", inThread: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &schema.Draft{Provider: schema.Lark, To: schema.Recipients{"oc_team"}, ReplyTo: schema.NullString(c.replyTo), ThreadKey: schema.NullString(c.key), Content: sndMD("ok")}
+			if err := (Resolver{}).Resolve(d, c.parent, adapters.ResolveOptions{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if string(d.ThreadKey) != c.want {
+				t.Errorf("thread_key %q, want %q", d.ThreadKey, c.want)
+			}
+			if got, err := checkDraft(d); err != nil || got != c.wantTarget {
+				t.Errorf("target %+v, %v; want %+v", got, err, c.wantTarget)
+			}
+		})
 	}
 }

@@ -144,9 +144,10 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	if len(steps) == 0 {
 		return adapters.Receipt{}, adapters.Permanent(errors.New("lark: the draft has no text and no attachment, and Lark sends no empty message"))
 	}
+	thread := ""
 	posted, err := chatsync.Poster{Name: "lark", Log: s.a.log,
 		Unrecorded: "lark: could not record a step posted; a retry past Lark's hour of uuid dedupe would post it again",
-	}.Post(ctx, at, dest.String(), s.todo(dest, d, steps))
+	}.Post(ctx, at, dest.String(), s.todo(dest, d, steps, &thread))
 	if err != nil {
 		return adapters.Receipt{}, err
 	}
@@ -154,7 +155,14 @@ func (s *sender) Send(ctx context.Context, at *adapters.Attempt) (adapters.Recei
 	// The message's id is its first step's: a reply to it keeps the
 	// draft's correlation, and its echo is known as ours.
 	first := posted.Replies[0]
-	return adapters.Receipt{ProviderMessageID: first, InboundID: threading.LarkID(first), Recipients: posted.Results}, nil
+	r := adapters.Receipt{ProviderMessageID: first, InboundID: threading.LarkID(first), Recipients: posted.Results}
+	if thread != string(d.ThreadKey) {
+		// A thread opened at the parent (or the topic a message started
+		// in a topic chat): the archived draft names it, as the
+		// thread's later messages do.
+		r.ThreadKey = thread
+	}
+	return r, nil
 }
 
 // plan cuts a draft into its steps, each with its uuid derived from the
@@ -181,12 +189,19 @@ func plan(key string, parts []part, files int) []step {
 // is posted (an upload shows nowhere until a message names it, so a
 // failed upload posts nothing, and the engine's gate is held only for the
 // quick calls that post, never for an upload); each step posts its
-// message.
-func (s *sender) todo(dest target, d *schema.Draft, steps []step) []chatsync.Step {
+// message. thread is set to the first thread_id Lark answers (the steps
+// run one after the other).
+func (s *sender) todo(dest target, d *schema.Draft, steps []step, thread *string) []chatsync.Step {
 	out := make([]chatsync.Step, len(steps))
 	for i := range steps {
 		st := &steps[i]
-		out[i] = chatsync.Step{Label: st.label, Post: func(ctx context.Context) (string, error) { return s.post(ctx, dest, *st) }}
+		out[i] = chatsync.Step{Label: st.label, Post: func(ctx context.Context) (string, error) {
+			id, th, err := s.post(ctx, dest, *st)
+			if *thread == "" && threadRE.MatchString(th) {
+				*thread = th
+			}
+			return id, err
+		}}
 		if st.art < 0 {
 			continue
 		}
@@ -222,10 +237,13 @@ func checkDraft(d *schema.Draft) (target, error) {
 			return target{}, fmt.Errorf("lark: reply_to %q is not a Lark message (lark_om_…)", clip(string(d.ReplyTo), 200))
 		}
 		// A parent in a thread (its thread_id, omt_…) is answered in
-		// it; a parent in a quoted reply chain (its root, om_…) or
-		// alone is answered with a plain reply, which Lark shows in the
-		// chat quoting it, as a person's reply there would be.
-		return target{reply: om, inThread: threadRE.MatchString(string(d.ThreadKey))}, nil
+		// it; a draft whose thread_key is the parent's own id opens a
+		// thread at the parent (seed 004 §5.2); a parent in a quoted
+		// reply chain (its root, om_…) or alone is answered with a
+		// plain reply, which Lark shows in the chat quoting it, as a
+		// person's reply there would be.
+		tk := string(d.ThreadKey)
+		return target{reply: om, inThread: threadRE.MatchString(tk) || tk == om}, nil
 	}
 	id, idType, _ := receiveID(d.To[0])
 	return target{id: id, idType: idType}, nil
@@ -428,14 +446,15 @@ func idempotencyKey(d *schema.Draft) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("courier:lark:"+d.ID)).String()
 }
 
-// post sends one step and returns the om_ id Lark gave the message.
-func (s *sender) post(ctx context.Context, dest target, st step) (string, error) {
-	var id *string
+// post sends one step and returns the om_ id Lark gave the message and
+// the thread Lark put it in ("" for none).
+func (s *sender) post(ctx context.Context, dest target, st step) (id, thread string, err error) {
+	var idp, threadp *string
 	what := "send message to " + dest.String()
 	if dest.reply != "" {
 		what = "reply to " + dest.reply
 	}
-	err := s.call(ctx, what, callTimeout, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
+	err = s.call(ctx, what, callTimeout, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.CodeError, error) {
 		if dest.reply != "" {
 			req := larkim.NewReplyMessageReqBuilder().MessageId(dest.reply).Body(larkim.NewReplyMessageReqBodyBuilder().
 				MsgType(st.msgType).Content(st.content).ReplyInThread(dest.inThread).Uuid(st.uuid).Build()).Build()
@@ -444,7 +463,7 @@ func (s *sender) post(ctx context.Context, dest target, st step) (string, error)
 				return nil, err
 			}
 			if resp.Data != nil {
-				id = resp.Data.MessageId
+				idp, threadp = resp.Data.MessageId, resp.Data.ThreadId
 			}
 			return &resp.CodeError, nil
 		}
@@ -455,23 +474,26 @@ func (s *sender) post(ctx context.Context, dest target, st step) (string, error)
 			return nil, err
 		}
 		if resp.Data != nil {
-			id = resp.Data.MessageId
+			idp, threadp = resp.Data.MessageId, resp.Data.ThreadId
 		}
 		return &resp.CodeError, nil
 	})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if id == nil || !omRE.MatchString(*id) {
+	if idp == nil || !omRE.MatchString(*idp) {
 		// Posted, with no id to record; trying again is safe: the
 		// uuid makes Lark answer the same message.
 		got := ""
-		if id != nil {
-			got = clip(*id, 100)
+		if idp != nil {
+			got = clip(*idp, 100)
 		}
-		return "", adapters.Temporary(fmt.Errorf("lark: %s: answered success with message_id %q, which is not a Lark message id", what, got))
+		return "", "", adapters.Temporary(fmt.Errorf("lark: %s: answered success with message_id %q, which is not a Lark message id", what, got))
 	}
-	return *id, nil
+	if threadp != nil {
+		thread = *threadp
+	}
+	return *idp, thread, nil
 }
 
 // upload sends one artifact to Lark and returns the msg_type and content

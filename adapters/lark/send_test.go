@@ -237,6 +237,22 @@ func TestSendTextAndCard(t *testing.T) {
 	}
 }
 
+// sendOne sends d, which must make one message, and returns the receipt
+// and that message.
+func (e *sndEnv) sendOne(t *testing.T, d *schema.Draft) (adapters.Receipt, larkfake.Sent) {
+	t.Helper()
+	before := len(e.fake.Sent())
+	r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := e.fake.Sent()[before:]
+	if len(sent) != 1 {
+		t.Fatalf("the fake made %d messages, want 1", len(sent))
+	}
+	return r, sent[0]
+}
+
 // TestSendReply: a reply answers its parent through the reply API, in
 // the parent's thread when it is in one (reply_in_thread, and the fake
 // puts it in that thread), plainly when it is not.
@@ -259,22 +275,55 @@ func TestSendReply(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
 				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.thread)}}}
-			before := len(e.fake.Sent())
 			d := schema.Draft{ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.thread), Content: sndMD("on it")}
-			r, err := e.s.Send(context.Background(), &adapters.Attempt{Draft: sndDraft(t, d, parent)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sent := e.fake.Sent()[before:]
-			if len(sent) != 1 {
-				t.Fatalf("the fake made %d messages, want 1", len(sent))
-			}
-			m := sent[0]
+			r, m := e.sendOne(t, sndDraft(t, d, parent))
 			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || m.ReplyInThread != c.inThread || m.ThreadID != c.threadID || m.ChatID != "oc_team" {
 				t.Errorf("sent %+v; want a reply to %s, reply_in_thread %v, in thread %q", m, c.parent, c.inThread, c.threadID)
 			}
 			if r.ProviderMessageID != m.MessageID || r.InboundID != "lark_"+m.MessageID {
 				t.Errorf("receipt %+v; want %s", r, m.MessageID)
+			}
+		})
+	}
+}
+
+// TestSendReplyOpensThread: seed 004 §5.2 answers lark_om_abc123 with
+// thread_key om_abc123, the parent's own id: the reply opens a thread at
+// the parent (reply_in_thread, and the fake makes the parent the root of
+// a new thread); a parent already in a thread is answered in it; a
+// quoted reply is made the thread's root as Lark does, at the chain's
+// root.
+func TestSendReplyOpensThread(t *testing.T) {
+	e := sndSetup(t, nil)
+	top := e.fake.AddMessage("oc_team", larkfake.Message{MessageID: "om_abc123", SenderID: "ou_ann", Content: `{"text":"top"}`})
+	inThread := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", ThreadID: "omt_launch", Content: `{"text":"in a thread"}`})
+	root := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_ann", Content: `{"text":"a root"}`})
+	quoted := e.fake.AddMessage("oc_team", larkfake.Message{SenderID: "ou_bob", ParentID: root, RootID: root, Content: `{"text":"a quoted reply"}`})
+	for _, c := range []struct {
+		name, parent, parentThread string
+		wantKey                    string // the draft's thread_key once resolved
+		wantThread                 string // the reply's thread_id; "new" for a new one
+	}{
+		{"top-level", top, "", top, "new"},
+		{"in a thread", inThread, "omt_launch", "omt_launch", "omt_launch"},
+		{"quoted reply", quoted, root, quoted, "new"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := &adapters.Parent{Message: &schema.Message{ID: "lark_" + c.parent, Provider: schema.Lark,
+				Session: schema.Session{ID: "oc_team", ThreadKey: schema.NullString(c.parentThread)}}}
+			d := sndDraft(t, schema.Draft{To: schema.Recipients{"oc_team"}, ReplyTo: schema.NullString("lark_" + c.parent), ThreadKey: schema.NullString(c.parent), Content: sndMD("on it")}, parent)
+			if string(d.ThreadKey) != c.wantKey {
+				t.Errorf("thread_key resolved to %q, want %q", d.ThreadKey, c.wantKey)
+			}
+			r, m := e.sendOne(t, d)
+			wantThread := m.ThreadID == c.wantThread || (c.wantThread == "new" && strings.HasPrefix(m.ThreadID, "omt_") && m.ThreadID != "omt_launch")
+			if m.Route != larkfake.RouteReply || m.ParentID != c.parent || !m.ReplyInThread || !wantThread {
+				t.Errorf("sent %+v; want a reply to %s with reply_in_thread, in thread %s", m, c.parent, c.wantThread)
+			}
+			// The receipt names a thread the draft did not: the one
+			// opened, which the archived draft then carries.
+			if want := map[bool]string{true: m.ThreadID, false: ""}[c.wantThread == "new"]; r.ThreadKey != want {
+				t.Errorf("receipt thread %q, want %q", r.ThreadKey, want)
 			}
 		})
 	}

@@ -24,7 +24,10 @@ import (
 // (DESIGN §3): a draft in a thread then has the thread key of the
 // messages around it, and `courier thread` finds them together. The
 // Resolver adds only what that step cannot know: the ts of a parent that
-// is top-level, which starts the thread.
+// is top-level, which starts the thread. A draft may name the parent's
+// own ts as its thread_key (seed 004 §5.2 names the parent's provider id):
+// that is the same thread, the one the parent starts or, for a reply, the
+// one it is in. Any other thread_key in a reply is refused.
 //
 // The IdempotencyKey is a uuid fixed here; the Sender tags each post with
 // it. The InboundID (slack_<channel>_<ts>) is known only once Slack
@@ -53,7 +56,7 @@ func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.Res
 		return src.Errorf("bcc", "Slack has no bcc: put the conversation in to")
 	}
 	if parent != nil {
-		channel, thread, err := replyTarget(parent)
+		channel, thread, own, err := replyTarget(parent)
 		if err != nil {
 			return src.Errorf("reply_to", "%s: %v", d.ReplyTo, err)
 		}
@@ -66,10 +69,14 @@ func (Resolver) Resolve(d *schema.Draft, parent *adapters.Parent, _ adapters.Res
 			return src.Errorf("to", "%s answers a message in %s, and a thread lives in one channel: leave to empty, or drop reply_to to start a new message in %s",
 				strings.Join(d.To, ", "), channel, strings.Join(d.To, ", "))
 		}
-		switch {
-		case d.ThreadKey == "":
+		switch tk := string(d.ThreadKey); {
+		case tk == "", tk == own:
+			// The parent's own ts (seed 004 §5.2: thread_key the
+			// parent's provider id) names the thread at the parent: the
+			// thread it starts, or, for a reply, the thread it is in,
+			// Slack's threads being one level deep.
 			d.ThreadKey = schema.NullString(thread)
-		case string(d.ThreadKey) != thread:
+		case tk != thread:
 			return src.Errorf("thread_key", "%s is not the thread of %s (%s): leave thread_key empty in a reply", d.ThreadKey, d.ReplyTo, thread)
 		}
 	}
@@ -108,29 +115,40 @@ func checkTo(to schema.Recipients) error {
 func isUser(id string) bool { return id != "" && (id[0] == 'U' || id[0] == 'W') }
 
 // replyTarget returns the channel and thread_ts a reply to parent goes
-// to.
-func replyTarget(p *adapters.Parent) (channel, thread string, err error) {
+// to, and the parent's own ts when it is known ("" for our draft not yet
+// posted).
+func replyTarget(p *adapters.Parent) (channel, thread, own string, err error) {
 	if m := p.Message; m != nil {
 		channel = m.Session.ID
 		if !ids.MatchString(channel) {
-			return "", "", fmt.Errorf("the message's session id %q is not a Slack channel", channel)
-		}
-		if tk := string(m.Session.ThreadKey); tk != "" {
-			if !tsRE.MatchString(tk) {
-				return "", "", fmt.Errorf("the message's thread_key %q is not a Slack thread_ts", tk)
-			}
-			return channel, tk, nil
+			return "", "", "", fmt.Errorf("the message's session id %q is not a Slack channel", channel)
 		}
 		ts, ok := tsOfID(m.ID, channel)
-		if !ok {
-			return "", "", fmt.Errorf("the message's id %q is not slack_%s_<ts>", m.ID, channel)
+		if tk := string(m.Session.ThreadKey); tk != "" {
+			if !tsRE.MatchString(tk) {
+				return "", "", "", fmt.Errorf("the message's thread_key %q is not a Slack thread_ts", tk)
+			}
+			return channel, tk, ts, nil
 		}
-		return channel, ts, nil
+		if !ok {
+			return "", "", "", fmt.Errorf("the message's id %q is not slack_%s_<ts>", m.ID, channel)
+		}
+		return channel, ts, ts, nil
 	}
 	d := p.Draft
 	if d == nil {
-		return "", "", fmt.Errorf("the message answered is empty")
+		return "", "", "", fmt.Errorf("the message answered is empty")
 	}
+	channel, thread, err = draftTarget(d)
+	if d.Delivery != nil && d.Delivery.Status == schema.DeliverySent && tsRE.MatchString(d.Delivery.ProviderMessageID) {
+		own = d.Delivery.ProviderMessageID
+	}
+	return channel, thread, own, err
+}
+
+// draftTarget returns the channel and thread_ts a reply to our draft d
+// goes to.
+func draftTarget(d *schema.Draft) (channel, thread string, err error) {
 	if d.Delivery != nil && d.Delivery.Channel != "" {
 		channel = d.Delivery.Channel // a DM to a user: the D… it was posted in
 	} else if len(d.To) == 1 {

@@ -66,6 +66,17 @@ func TestResolveReply(t *testing.T) {
 			"D0ABCDEF1", "1700000000.000200"},
 		{"our reply in a thread", &adapters.Parent{Draft: sent("C024BE91L", "C024BE91L", "1700000000.000200", "1355517523.000005")}, "1355517523.000005",
 			"C024BE91L", "1355517523.000005"},
+		// Seed 004 §5.2: thread_key the parent's own id (its ts) opens
+		// the thread at the parent; a reply's is the thread it is in,
+		// Slack's threads being one level deep.
+		{"top-level message, thread_key its ts", &adapters.Parent{Message: inbound("C024BE91L", "1355517523.000005", "")}, "1355517523.000005",
+			"C024BE91L", "1355517523.000005"},
+		{"reply, thread_key its own ts", &adapters.Parent{Message: inbound("C024BE91L", "1355517600.000100", "1355517523.000005")}, "1355517600.000100",
+			"C024BE91L", "1355517523.000005"},
+		{"our reply in a thread, thread_key its ts", &adapters.Parent{Draft: sent("C024BE91L", "C024BE91L", "1700000000.000200", "1355517523.000005")}, "1700000000.000200",
+			"C024BE91L", "1355517523.000005"},
+		{"our top-level post, thread_key its ts", &adapters.Parent{Draft: sent("C024BE91L", "C024BE91L", "1700000000.000200", "")}, "1700000000.000200",
+			"C024BE91L", "1700000000.000200"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,6 +136,8 @@ func TestResolveRefuses(t *testing.T) {
 			&adapters.Parent{Message: inbound("C024BE91L", "1355517523.000005", "")}, "to"},
 		{"reply with another thread", schema.Draft{ThreadKey: "1111111111.000001", ReplyTo: "m"},
 			&adapters.Parent{Message: inbound("C024BE91L", "1355517523.000005", "")}, "thread_key"},
+		{"reply in a thread with another message's ts", schema.Draft{ThreadKey: "1355517599.000001", ReplyTo: "m"},
+			&adapters.Parent{Message: inbound("C024BE91L", "1355517600.000100", "1355517523.000005")}, "thread_key"},
 		{"reply to our draft not posted yet", schema.Draft{ReplyTo: "slack_out_1"}, &adapters.Parent{Draft: unsent}, "reply_to"},
 		{"parent id of another channel", schema.Draft{ReplyTo: "m"},
 			&adapters.Parent{Message: &schema.Message{ID: "slack_C0ABCDEF1_1355517523_000005", Session: schema.Session{ID: "C024BE91L"}}}, "reply_to"},

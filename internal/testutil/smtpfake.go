@@ -35,6 +35,7 @@ type SMTPFake struct {
 type FakeMessage struct {
 	From string   // envelope sender, "" for <>
 	To   []string // envelope recipients, in order
+	UTF8 bool     // MAIL FROM said SMTPUTF8
 	// Raw is the message as received, dot-unstuffed, lines ending in
 	// CRLF.
 	Raw []byte
@@ -52,13 +53,23 @@ type Hold struct {
 
 // StartSMTPFake starts an SMTPFake on a free 127.0.0.1 port and stops it
 // in t.Cleanup, releasing what it holds first.
-func StartSMTPFake(t testing.TB) *SMTPFake {
+func StartSMTPFake(t testing.TB) *SMTPFake { return StartSMTPFakeWith(t, SMTPFakeOptions{}) }
+
+// SMTPFakeOptions are what an SMTPFake offers besides the default.
+type SMTPFakeOptions struct {
+	// SMTPUTF8 offers the SMTPUTF8 extension (RFC 6531).
+	SMTPUTF8 bool
+}
+
+// StartSMTPFakeWith is StartSMTPFake with options.
+func StartSMTPFakeWith(t testing.TB, opts SMTPFakeOptions) *SMTPFake {
 	t.Helper()
 	f := &SMTPFake{t: t}
 	f.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
 		return &fakeSession{f: f}, nil
 	}))
 	f.srv.Domain = "smtp-fake.test"
+	f.srv.EnableSMTPUTF8 = opts.SMTPUTF8
 	f.srv.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -128,10 +139,11 @@ type fakeSession struct {
 	f    *SMTPFake
 	from string
 	to   []string
+	utf8 bool
 }
 
-func (s *fakeSession) Mail(from string, _ *smtp.MailOptions) error {
-	s.from = from
+func (s *fakeSession) Mail(from string, opts *smtp.MailOptions) error {
+	s.from, s.utf8 = from, opts != nil && opts.UTF8
 	return nil
 }
 
@@ -146,7 +158,7 @@ func (s *fakeSession) Data(r io.Reader) error {
 		return err // cut off before the final ".": no message
 	}
 	f := s.f
-	m := FakeMessage{From: s.from, To: slices.Clone(s.to), Raw: raw}
+	m := FakeMessage{From: s.from, To: slices.Clone(s.to), UTF8: s.utf8, Raw: raw}
 	f.mu.Lock()
 	f.msgs = append(f.msgs, m)
 	h := f.armed
@@ -164,5 +176,5 @@ func (s *fakeSession) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *fakeSession) Reset()        { s.from, s.to = "", nil }
+func (s *fakeSession) Reset()        { s.from, s.to, s.utf8 = "", nil, false }
 func (s *fakeSession) Logout() error { return nil }
