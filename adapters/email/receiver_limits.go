@@ -129,7 +129,7 @@ func (g *gate) Accept() (net.Conn, error) {
 }
 
 func (g *gate) admit(c net.Conn) *sessionConn {
-	key := clientKey(c.RemoteAddr())
+	key := g.capKey(c.RemoteAddr())
 	now := g.opts.Now()
 	var (
 		refuse string

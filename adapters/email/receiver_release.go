@@ -24,6 +24,20 @@ import (
 // within lingerTime whatever the client does (deadlines, no lingering
 // close), so the caps still bound the sockets a client can hold.
 
+// capKey is what the per-address cap counts the client at a by: "" when
+// it is not counted. The LMTP listener's loopback clients are the MTA in
+// front of Courier (LMTP is for the last hop to the mailbox, RFC 2033),
+// which opens as many sessions as it has deliveries at once and keeps idle
+// ones for reuse (Postfix: 20 at its defaults); and on loopback an
+// address cap bounds nothing, since a local program can connect from any
+// address of 127/8. The total cap holds for them.
+func (g *gate) capKey(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok && g.opts.LMTP && ta.IP.IsLoopback() {
+		return ""
+	}
+	return clientKey(a)
+}
+
 // reapEnded frees the places of the sessions their clients have ended.
 // Called with g.mu held, before a refusal.
 func (g *gate) reapEnded() {

@@ -1,6 +1,8 @@
 package email
 
 import (
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,72 @@ func TestReceiverEndedSessionBounded(t *testing.T) {
 				t.Errorf("closed after %v, want within %v", d, lingerTime)
 			}
 		})
+	}
+}
+
+// TestReceiverLMTPLoopbackUncapped: on the LMTP listener a loopback client
+// is the MTA in front, which opens as many sessions as it has deliveries
+// at once (Postfix: 20, and idle ones it keeps for reuse): the
+// per-address cap does not hold for it, the total cap does. Over SMTP, and
+// on the LMTP listener for other addresses, the per-address cap holds.
+func TestReceiverLMTPLoopbackUncapped(t *testing.T) {
+	still := (&testutil.Clock{T: receivedAt}).Now
+	t.Run("LMTP from loopback", func(t *testing.T) {
+		ws := newWorkspace(t)
+		r := startReceiver(t, ws, nil, ReceiverOptions{LMTP: true, MaxSessions: 25, MaxSessionsPerIP: 2, Now: still})
+		for range 25 {
+			dialFrom(t, r.Addr(), "127.0.0.1").expect("220")
+		}
+		c := dialFrom(t, r.Addr(), "127.0.0.1")
+		c.expect("421 4.7.0")
+		c.closed()
+	})
+	t.Run("SMTP from loopback", func(t *testing.T) {
+		ws := newWorkspace(t)
+		r := startReceiver(t, ws, nil, ReceiverOptions{MaxSessions: 25, MaxSessionsPerIP: 2, Now: still})
+		for range 2 {
+			dialFrom(t, r.Addr(), "127.0.0.1").expect("220")
+		}
+		c := dialFrom(t, r.Addr(), "127.0.0.1")
+		c.expect("421 4.7.0")
+		c.closed()
+	})
+	t.Run("LMTP socket", func(t *testing.T) {
+		ws := newWorkspace(t)
+		sock := filepath.Join(t.TempDir(), "lmtp.sock")
+		r := startReceiver(t, ws, nil, ReceiverOptions{Addr: "unix:" + sock, LMTP: true, MaxSessions: 25, MaxSessionsPerIP: 2, Now: still})
+		for range 25 {
+			dialUnix(t, sock).expect("220")
+		}
+		c := dialUnix(t, sock)
+		c.expect("421 4.7.0")
+		c.closed()
+		if n := r.gate.Load().sessions(); n != 25 {
+			t.Errorf("%d sessions, want 25", n)
+		}
+	})
+}
+
+// TestCapKey: the LMTP listener does not count loopback clients by
+// address (IPv4, IPv6, IPv4-mapped); other clients of it, and every
+// client of the SMTP listener, are counted as clientKey says.
+func TestCapKey(t *testing.T) {
+	for _, tc := range []struct {
+		lmtp bool
+		addr string
+		want string
+	}{
+		{true, "127.0.0.1", ""},
+		{true, "127.0.0.2", ""},
+		{true, "::1", ""},
+		{true, "::ffff:127.0.0.1", ""},
+		{true, "192.0.2.1", "192.0.2.1"},
+		{false, "127.0.0.1", "127.0.0.1"},
+		{false, "::1", "::/64"},
+	} {
+		g := &gate{opts: &ReceiverOptions{LMTP: tc.lmtp}}
+		if got := g.capKey(&net.TCPAddr{IP: net.ParseIP(tc.addr), Port: 25}); got != tc.want {
+			t.Errorf("LMTP %v: capKey(%s) = %q, want %q", tc.lmtp, tc.addr, got, tc.want)
+		}
 	}
 }
