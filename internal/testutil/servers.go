@@ -155,6 +155,16 @@ func serverDir(t testing.TB, prefix string) string {
 	return dir
 }
 
+// ServerDir makes a folder for what a test shares with a server's
+// unprivileged processes (an LMTP socket its MTA connects to, say), which
+// cannot reach into t.TempDir(). It is 0755, owned by the test's user,
+// removed by t.Cleanup; prefix is one of the servers' ("courier-postfix-",
+// ...), so that a test process that dies leaves nothing behind.
+func ServerDir(t testing.TB, prefix string) string {
+	t.Helper()
+	return serverDir(t, prefix)
+}
+
 func serverBase() string {
 	base := os.TempDir()
 	if len(base) > 40 || !traversable(base) {
@@ -167,6 +177,9 @@ func serverBase() string {
 // that made it.
 const ownerFile = "owner.pid"
 
+// postfixPIDFile, in a private Postfix's directory, holds master's pid.
+const postfixPIDFile = "master.pid"
+
 var sweepOnce sync.Once
 
 // sweepStale cleans up after test processes that died without running
@@ -177,12 +190,13 @@ var sweepOnce sync.Once
 func sweepStale() {
 	dirs, _ := filepath.Glob(filepath.Join(serverBase(), "courier-dovecot-*"))
 	sinks, _ := filepath.Glob(filepath.Join(serverBase(), "courier-smtp-sink-*"))
-	for _, dir := range append(dirs, sinks...) {
+	postfixes, _ := filepath.Glob(filepath.Join(serverBase(), "courier-postfix-*"))
+	for _, dir := range append(append(dirs, sinks...), postfixes...) {
 		owner := readPID(filepath.Join(dir, ownerFile))
 		if owner <= 0 || processExists(owner) {
 			continue
 		}
-		for _, pidFile := range []string{filepath.Join(dir, "run", "master.pid"), filepath.Join(dir, sinkPIDFile)} {
+		for _, pidFile := range []string{filepath.Join(dir, "run", "master.pid"), filepath.Join(dir, sinkPIDFile), filepath.Join(dir, postfixPIDFile)} {
 			pid := readPID(pidFile)
 			if pid <= 0 {
 				continue
