@@ -5,7 +5,6 @@ package testutil
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -39,9 +37,7 @@ type Postfix struct {
 	master string
 	port   int
 	marker string // unique myhostname, in the greeting
-	cmd    *exec.Cmd
-	exited chan struct{}
-	output *Buffer
+	proc   *groupProc
 }
 
 // PostfixOptions is what a test adds to the instance's own configuration:
@@ -94,20 +90,11 @@ func StartPostfix(t testing.TB, opts PostfixOptions) *Postfix {
 	if err := p.prepare(opts); err != nil {
 		t.Fatalf("testutil: postfix: %v", err)
 	}
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("testutil: %v", err)
-		}
+	onFreePort(t, "postfix", func(port int) error {
 		p.port = port
-		err = p.start(opts)
-		if err == nil {
-			return p
-		}
-		if !errors.Is(err, errPortInUse) || attempt == 5 {
-			t.Fatalf("testutil: postfix: %v", err)
-		}
-	}
+		return p.start(opts)
+	})
+	return p
 }
 
 // Addr returns smtpd's "127.0.0.1:PORT".
@@ -215,31 +202,18 @@ func (p *Postfix) start(opts PostfixOptions) error {
 	if out, err := exec.Command(p.bin, "-c", etc, "check-fatal").CombinedOutput(); err != nil {
 		return fmt.Errorf("postfix check-fatal: %v: %s\n%s", err, out, tail(p.Log(), 10))
 	}
-	p.cmd = exec.Command(p.master, "-c", etc, "-d")
-	p.output = &Buffer{}
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
+	proc, err := startGroup(filepath.Join(p.Dir, postfixPIDFile), p.master, "-c", etc, "-d")
+	if err != nil {
 		return err
 	}
-	p.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(p.cmd, p.exited)
-	os.WriteFile(filepath.Join(p.Dir, postfixPIDFile), []byte(strconv.Itoa(p.cmd.Process.Pid)), 0o644)
-	exited := p.exited
-	err := waitGreeting(p.Addr(), p.marker, 20*time.Second, func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-			return false
-		}
-	})
+	p.proc = proc
+	err = waitGreeting(p.Addr(), p.marker, 20*time.Second, proc.gone)
 	if err != nil {
 		p.stop()
 		if strings.Contains(p.Log(), "ddress already in use") {
 			return errPortInUse
 		}
-		return fmt.Errorf("%v\n%s%s", err, p.output.String(), tail(p.Log(), 20))
+		return fmt.Errorf("%v\n%s%s", err, proc.output.String(), tail(p.Log(), 20))
 	}
 	return nil
 }
@@ -292,17 +266,6 @@ func (p *Postfix) Flush(t testing.TB) {
 func (p *Postfix) Stop() { p.stop() }
 
 func (p *Postfix) stop() {
-	if p.cmd == nil {
-		return
-	}
-	// SIGTERM makes master end its children and exit; the group kill
-	// catches any it left.
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.exited
-	p.cmd = nil
+	p.proc.stop()
+	p.proc = nil
 }
