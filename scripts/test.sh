@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Courier's test command. On a fresh Debian machine, as root, it installs
-# what the integration tests run against (Dovecot, Postfix's smtp-sink,
-# mbsync, msmtp, swaks, systemd-analyze, GNU time), downloads the Go
-# modules, then vets and runs every test, the real-server ones included.
+# what the integration tests run against (Dovecot, Postfix and its
+# smtp-sink, mbsync, msmtp, swaks, systemd-analyze, GNU time, and Exim's
+# binary unpacked beside Postfix), downloads the Go modules, then vets and
+# runs every test, the real-server ones included.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -short     skip the slow tests (100 MB streams, fuzz seeds only)
@@ -29,6 +30,29 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
   else
     echo "warning: not root or no apt-get; tests needing ${missing[*]} will be skipped" >&2
+  fi
+fi
+
+# Exim, which TestEximInFront puts in front of Courier: Debian installs one
+# MTA at a time (exim4 conflicts with postfix), so exim4-daemon-light's
+# binary is unpacked into a cache, not installed, with the libraries it
+# needs, and named by COURIER_EXIM. The test runs it as root only.
+if [ -z "${COURIER_EXIM:-}" ] && ! command -v exim4 >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  eximdir="${XDG_CACHE_HOME:-$HOME/.cache}/courier-test/exim4-daemon-light"
+  if [ ! -x "$eximdir/usr/sbin/exim4" ]; then
+    tmp=$(mktemp -d)
+    ( cd "$tmp" && { apt-get download exim4-daemon-light >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get download exim4-daemon-light >/dev/null 2>&1; }; } ) &&
+      mkdir -p "$eximdir" && dpkg-deb -x "$tmp"/exim4-daemon-light_*.deb "$eximdir" ||
+      echo "warning: cannot unpack exim4-daemon-light; TestEximInFront will fail or be skipped" >&2
+    rm -rf "$tmp"
+  fi
+  if [ -x "$eximdir/usr/sbin/exim4" ]; then
+    if ldd "$eximdir/usr/sbin/exim4" | grep -q "not found"; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        libdb5.3 libgnutls-dane0 libgnutls30 libidn12 libidn2-0 libnsl2 libpcre2-8-0 >/dev/null
+    fi
+    export COURIER_EXIM="$eximdir/usr/sbin/exim4"
   fi
 fi
 

@@ -55,7 +55,8 @@ type ReceiverConfig struct {
 	// takes connections from; others get 554 at connect. Empty: any.
 	AllowFrom []string `yaml:"allow_from"`
 	// What one client may hold of the receiver: sessions at once, in all
-	// and from one address (an IPv6 /64; not on a Unix socket), beyond
+	// and from one address (an IPv6 /64; not on a Unix socket, nor for
+	// the lmtp listener's loopback clients, the MTA in front), beyond
 	// which it is answered 421 and an MTA retries; a session's whole life;
 	// the wait for each command line, and for a DATA or BDAT transfer from
 	// its command. 0 takes the default.

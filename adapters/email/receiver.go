@@ -48,12 +48,14 @@ type ReceiverOptions struct {
 
 	// What one client may hold (receiver_limits.go); zero values take the
 	// defaults. Beyond MaxSessions at once, or MaxSessionsPerIP from one
-	// address (an IPv6 /64; the cap is not applied on a Unix socket), a
-	// client is answered 421 4.7.0, which an MTA retries, unless a session
-	// waiting for its client has moved no message for EvictIdle (1 s for a
-	// client whose address delivered a message in the last hour; content
-	// arriving at 1 KiB/s counts as moving one): that one is closed (421)
-	// to make room.
+	// address (an IPv6 /64; the cap is not applied on a Unix socket, nor
+	// to the LMTP listener's loopback clients), a client is answered
+	// 421 4.7.0, which an MTA retries, unless a session waiting for its
+	// client has moved no message for EvictIdle (1 s for a client whose
+	// address delivered a message in the last hour; content arriving at
+	// 1 KiB/s counts as moving one): that one is closed (421) to make
+	// room. A session its client has ended (QUIT, a hang-up) no longer
+	// counts (receiver_release.go).
 	MaxSessions      int           // default 100
 	MaxSessionsPerIP int           // default 10
 	MaxSessionTime   time.Duration // a session's whole life, default 10 min

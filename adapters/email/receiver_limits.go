@@ -129,7 +129,7 @@ func (g *gate) Accept() (net.Conn, error) {
 }
 
 func (g *gate) admit(c net.Conn) *sessionConn {
-	key := clientKey(c.RemoteAddr())
+	key := g.capKey(c.RemoteAddr())
 	now := g.opts.Now()
 	var (
 		refuse string
@@ -137,6 +137,9 @@ func (g *gate) admit(c net.Conn) *sessionConn {
 		sc     *sessionConn
 	)
 	g.mu.Lock()
+	if key != "" && g.perIP[key] >= g.opts.MaxSessionsPerIP || len(g.conns) >= g.opts.MaxSessions {
+		g.reapEnded()
+	}
 	switch {
 	case g.closing.Load():
 		refuse = "421 4.3.2 " + g.opts.Hostname + " shutting down, try again later"
@@ -341,6 +344,12 @@ type sessionConn struct {
 	// before the client has the reason.
 	evicting chan struct{}
 	final    bool // err ends the session: nothing more is handed over
+	// quit: the last command line handed over is a QUIT, with nothing
+	// read after it. answered: go-smtp wrote the last line of a reply
+	// since it was last handed anything. ended: the client ended the
+	// session and its place is free (receiver_release.go).
+	quit, answered, ended bool
+	closed                bool // the socket is closed; its place is freed next
 }
 
 func newSessionConn(c net.Conn, g *gate, key string, now time.Time) *sessionConn {
@@ -418,6 +427,9 @@ func (c *sessionConn) read(p []byte) (n int, bye string, err error) {
 		case rerr == nil:
 		case c.evicted:
 			return 0, "", net.ErrClosed
+		case c.ended:
+			c.err, c.final = io.EOF, true
+			return 0, "", c.err
 		case isTimeout(rerr) && !time.Now().Before(c.end):
 			c.err, c.final = io.EOF, true
 			return 0, "421 4.4.2 " + c.g.opts.Hostname + " session time limit reached, closing", c.err
@@ -437,6 +449,7 @@ func (c *sessionConn) read(p []byte) (n int, bye string, err error) {
 // pass to it (none when a command line is not all there yet).
 func (c *sessionConn) clear() (bye string, err error) {
 	b := c.buf[c.r:c.w]
+	c.answered = false
 	switch c.mode {
 	case modeChunk:
 		c.pass = int(min(c.chunk, int64(len(b))))
@@ -460,10 +473,14 @@ func (c *sessionConn) clear() (bye string, err error) {
 	if i < 0 {
 		return "", nil
 	}
+	line := b[:i+1]
+	c.quit = isQuit(line) && len(line) == len(b)
+	if c.ended && !isQuit(line) {
+		return "", io.EOF
+	}
 	if c.g.opts.Now().Sub(c.start) >= c.g.opts.MaxSessionTime {
 		return "421 4.4.2 " + c.g.opts.Hostname + " session time limit reached, closing", io.EOF
 	}
-	line := b[:i+1]
 	if size, last, ok := bdatChunk(line); ok {
 		if size > 0 {
 			c.mode, c.chunk = modeChunk, size
@@ -557,6 +574,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 	if c.mode == modeCommand && bytes.HasPrefix(p, []byte("354")) {
 		c.mode, c.dot = modeData, dotBeginLine
 	}
+	c.answered = c.answered || c.mode == modeCommand && finalReply(p)
 	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
@@ -628,16 +646,22 @@ func (c *sessionConn) say(msg string) {
 // before (see flushBeforeClose), and then frees the session's place: a
 // session that lingers still counts against the caps, so clients that
 // make sessions end with input unread cannot hold more sockets than the
-// caps allow.
+// caps allow. A session its client ended, whose place is free already,
+// does not linger.
 func (c *sessionConn) Close() error {
 	c.mu.Lock()
-	pending, evicting := c.r < c.w, c.evicting
+	pending, evicting, ended := c.r < c.w, c.evicting, c.ended
 	c.mu.Unlock()
 	if evicting != nil {
 		<-evicting
 	}
-	flushBeforeClose(c.Conn, pending)
+	if !ended {
+		flushBeforeClose(c.Conn, pending)
+	}
 	err := c.Conn.Close()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.g.release(c)
 	return err
 }
@@ -656,6 +680,8 @@ func (c *sessionConn) SetWriteDeadline(t time.Time) error {
 
 // capped is t, or the session's end if that comes first (or t is none).
 func (c *sessionConn) capped(t time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if t.IsZero() || t.After(c.end) {
 		return c.end
 	}

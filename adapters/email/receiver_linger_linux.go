@@ -47,3 +47,24 @@ func waitAcked(raw syscall.RawConn, deadline time.Time) {
 		time.Sleep(wait)
 	}
 }
+
+// peekInput copies what the socket's receive queue holds, up to len(buf)
+// octets, without taking it; eof says the queue holds only the client's
+// end of input, or the socket is being closed. ok is false when it cannot
+// tell.
+func peekInput(raw syscall.RawConn, buf []byte) (n int, eof, ok bool) {
+	var err error
+	if cerr := raw.Control(func(fd uintptr) {
+		n, _, err = unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	}); cerr != nil {
+		// Control fails only once Close has begun.
+		return 0, true, true
+	}
+	switch {
+	case err == unix.EAGAIN:
+		return 0, false, true
+	case err != nil:
+		return 0, false, false
+	}
+	return n, n == 0, true
+}

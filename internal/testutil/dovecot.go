@@ -114,24 +114,18 @@ func StartDovecot(t testing.TB) *Dovecot {
 	// Another test may take the port between freePort and Dovecot's
 	// bind: Dovecot then exits at once with "Address already in use",
 	// and we try another.
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("testutil: %v", err)
-		}
+	onFreePort(t, "dovecot", func(port int) error {
 		d.Port = port
 		d.Addr = net.JoinHostPort(d.Host, strconv.Itoa(port))
 		if err := os.WriteFile(d.conf, []byte(d.config()), 0o644); err != nil {
-			t.Fatalf("testutil: %v", err)
+			return err
 		}
-		err = d.start()
-		if err == nil {
-			return d
+		if err := d.start(); err != nil {
+			return fmt.Errorf("%w\n%s", err, tail(d.Log(), 20))
 		}
-		if !errors.Is(err, errPortInUse) || attempt == 5 {
-			t.Fatalf("testutil: dovecot: %v\n%s", err, tail(d.Log(), 20))
-		}
-	}
+		return nil
+	})
+	return d
 }
 
 var errPortInUse = errors.New("address already in use")

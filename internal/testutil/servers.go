@@ -155,6 +155,16 @@ func serverDir(t testing.TB, prefix string) string {
 	return dir
 }
 
+// ServerDir makes a folder for what a test shares with a server's
+// unprivileged processes (an LMTP socket its MTA connects to, say), which
+// cannot reach into t.TempDir(). It is 0755, owned by the test's user,
+// removed by t.Cleanup; prefix is one of the servers' ("courier-postfix-",
+// ...), so that a test process that dies leaves nothing behind.
+func ServerDir(t testing.TB, prefix string) string {
+	t.Helper()
+	return serverDir(t, prefix)
+}
+
 func serverBase() string {
 	base := os.TempDir()
 	if len(base) > 40 || !traversable(base) {
@@ -167,6 +177,13 @@ func serverBase() string {
 // that made it.
 const ownerFile = "owner.pid"
 
+// The pid files of a private Postfix's master and Exim's daemon, in their
+// directories.
+const (
+	postfixPIDFile = "master.pid"
+	eximPIDFile    = "exim-daemon.pid"
+)
+
 var sweepOnce sync.Once
 
 // sweepStale cleans up after test processes that died without running
@@ -175,14 +192,18 @@ var sweepOnce sync.Once
 // /proc shows it is still the program started with that directory (a pid
 // file may name a recycled pid).
 func sweepStale() {
-	dirs, _ := filepath.Glob(filepath.Join(serverBase(), "courier-dovecot-*"))
-	sinks, _ := filepath.Glob(filepath.Join(serverBase(), "courier-smtp-sink-*"))
-	for _, dir := range append(dirs, sinks...) {
+	var dirs []string
+	for _, server := range []string{"courier-dovecot-*", "courier-smtp-sink-*", "courier-postfix-*", "courier-exim-*"} {
+		more, _ := filepath.Glob(filepath.Join(serverBase(), server))
+		dirs = append(dirs, more...)
+	}
+	for _, dir := range dirs {
 		owner := readPID(filepath.Join(dir, ownerFile))
 		if owner <= 0 || processExists(owner) {
 			continue
 		}
-		for _, pidFile := range []string{filepath.Join(dir, "run", "master.pid"), filepath.Join(dir, sinkPIDFile)} {
+		for _, pidFile := range []string{filepath.Join(dir, "run", "master.pid"), filepath.Join(dir, sinkPIDFile), filepath.Join(dir, postfixPIDFile),
+			filepath.Join(dir, eximPIDFile)} {
 			pid := readPID(pidFile)
 			if pid <= 0 {
 				continue
@@ -247,6 +268,27 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// onFreePort calls start with a 127.0.0.1 port that was free a moment
+// ago until it returns nil, or fails t (what names the server). Another
+// test may take the port before the server binds it: start then returns
+// errPortInUse (or an error wrapping it), and another port is tried.
+func onFreePort(t testing.TB, what string, start func(port int) error) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("testutil: %v", err)
+		}
+		err = start(port)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortInUse) || attempt == 5 {
+			t.Fatalf("testutil: %s: %v", what, err)
+		}
+	}
 }
 
 // FreeAddr returns a 127.0.0.1 address nobody listens on now, for a

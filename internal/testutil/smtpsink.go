@@ -126,20 +126,11 @@ func StartSMTPSink(t testing.TB, opts *SMTPSinkOptions) *SMTPSink {
 			t.Logf("smtp-sink dumps in %s; output:\n%s", dump, tail(s.outputString(), 20))
 		}
 	})
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("testutil: %v", err)
-		}
+	onFreePort(t, "smtp-sink", func(port int) error {
 		s.port = port
-		err = s.start(opts)
-		if err == nil {
-			return s
-		}
-		if !errors.Is(err, errPortInUse) || attempt == 5 {
-			t.Fatalf("testutil: smtp-sink: %v", err)
-		}
-	}
+		return s.start(opts)
+	})
+	return s
 }
 
 // Addr returns the sink's "127.0.0.1:PORT".
