@@ -38,7 +38,10 @@ fi
 # binary is unpacked into a cache, not installed, with the libraries it
 # needs, and named by COURIER_EXIM. The test runs it as root only.
 if [ -z "${COURIER_EXIM:-}" ] && ! command -v exim4 >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  eximdir="${XDG_CACHE_HOME:-$HOME/.cache}/courier-test/exim4-daemon-light"
+  # Not under $HOME: Exim drops root for its own user and re-executes
+  # itself (a queue run for each delivery), so every folder on the way to
+  # the binary must be open to that user, and root's home is not.
+  eximdir="/var/cache/courier-test/exim4-daemon-light"
   if [ ! -x "$eximdir/usr/sbin/exim4" ]; then
     tmp=$(mktemp -d)
     ( cd "$tmp" && { apt-get download exim4-daemon-light >/dev/null 2>&1 ||

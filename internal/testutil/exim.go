@@ -72,6 +72,9 @@ func StartExim(t testing.TB, opts EximOptions) *Exim {
 	if os.Geteuid() != 0 {
 		skip("testutil: the private Exim runs only as root")
 	}
+	if err := openToAll(e.bin); err != nil {
+		t.Fatalf("testutil: exim at %s: %v: Exim re-executes itself as its own user, which then cannot (unpack it under /var/cache, as scripts/test.sh does)", e.bin, err)
+	}
 	e.Dir = serverDir(t, "courier-exim-")
 	t.Cleanup(func() {
 		e.stop()
@@ -84,6 +87,27 @@ func StartExim(t testing.TB, opts EximOptions) *Exim {
 		return e.start(opts)
 	})
 	return e
+}
+
+// openToAll reports a folder on the way to path that other users cannot
+// pass through.
+func openToAll(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("folder %s is closed to other users (mode %v)", dir, fi.Mode().Perm())
+		}
+		if dir == "/" {
+			return nil
+		}
+	}
 }
 
 // Addr returns the daemon's "127.0.0.1:PORT".
