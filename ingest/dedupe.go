@@ -87,7 +87,13 @@ func (p *Pipeline) identify(ctx context.Context, w *batchWork, m *schema.Message
 		rekey(m, filed.ID, rule.Derive("received:"+at.UTC().Format(time.RFC3339Nano)),
 			fmt.Sprintf("the same content as %s, received more than %s apart from it: a message of its own", filed.ID, rule.Window))
 	default:
-		rekey(m, filed.ID, rule.Derive(digest),
+		salt := digest
+		if rule.Window > 0 {
+			// Its own copies are one message only within the window too:
+			// a later one must not come back to this id.
+			salt += " received:" + at.UTC().Format(time.RFC3339Nano)
+		}
+		rekey(m, filed.ID, rule.Derive(salt),
 			fmt.Sprintf("its id repeats that of %s, a different message: filed under an id of its own", filed.ID))
 	}
 	return false, nil

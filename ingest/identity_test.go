@@ -150,3 +150,27 @@ func TestContentWindow(t *testing.T) {
 		t.Errorf("notes %q do not name the earlier copy %s", m.Metadata.Extra.Notes, id)
 	}
 }
+
+// TestContentWindowCollision: a mail without a Message-ID whose id (From,
+// Date, Subject, body) is that of a different mail, sent again after the
+// window, is filed again: its copies are one message only within it.
+func TestContentWindowCollision(t *testing.T) {
+	root := setup(t)
+	mb := open(t, root, nil)
+	p := start(t, mb, nil)
+	at := testutil.Time("2026-02-06T20:00:00Z")
+	id := "email_" + threading.SyntheticUID("a@x", "", "disk full", []byte("disk full\n"))
+	w := 10 * time.Minute
+	for i, c := range []struct {
+		digest string
+		after  time.Duration
+	}{{"sha256:to-ops", 0}, {"sha256:to-dev", time.Minute}, {"sha256:to-dev", 5 * time.Minute}, {"sha256:to-dev", time.Hour}} {
+		if err := p.Deliver(ctx, contentEvent(mail(id, c.digest, at.Add(c.after), "disk full"), w)); err != nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+	}
+	// to-ops; to-dev at +1m (+5m is the same); to-dev at +1h.
+	if n := len(inboxFiles(t, root)); n != 3 {
+		t.Errorf("%d files, want 3: %v", n, inboxFiles(t, root))
+	}
+}
