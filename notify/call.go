@@ -152,6 +152,9 @@ func (r *Runner) env(h *hookState, items []*item, t target) []string {
 	)
 }
 
+// outputGrace is how long a hook's output may stay open after it exited.
+const outputGrace = time.Second
+
 func (r *Runner) exec(ctx context.Context, h *hookState, items []*item, t target, body []byte) error {
 	argv := h.Exec
 	if h.Shell {
@@ -167,12 +170,18 @@ func (r *Runner) exec(ctx context.Context, h *hookState, items []*item, t target
 	// must not outlive the call (nor hold its output pipe open).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
+	// The exit status decides. A process the hook left behind (a daemon
+	// in a session of its own) may hold the output pipe open: it is cut
+	// after this grace, and the call still succeeded.
+	cmd.WaitDelay = outputGrace
 	err := cmd.Run()
 	if out.buf.Len() > 0 || out.dropped > 0 {
 		r.log.Info("notify: hook output", "hook", h.Name, "id", t.id, "output", out.buf.String(), "dropped_bytes", out.dropped)
 	}
 	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		r.log.Warn("notify: hook exited 0 but something it started kept its output open; output cut", "hook", h.Name, "id", t.id, "grace", outputGrace)
+		return nil
 	case ctx.Err() == context.DeadlineExceeded:
 		return fmt.Errorf("timed out after %s", h.Timeout)
 	case err != nil:
