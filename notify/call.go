@@ -15,12 +15,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
 )
 
 // call runs the hook once for items (one event, or a digest's).
@@ -137,19 +139,35 @@ func (r *Runner) env(h *hookState, items []*item, t target) []string {
 	for i, it := range items {
 		ids[i] = it.id
 	}
-	return append(env,
-		"COURIER_EVENT="+string(items[len(items)-1].kind),
-		"COURIER_HOOK="+h.Name,
-		"COURIER_DELIVERY_ID="+deliveryID(h, items),
-		"COURIER_ROOT="+r.opts.Root,
-		"COURIER_MESSAGE_ID="+t.id,
-		"COURIER_MESSAGE_PATH="+t.path,
-		"COURIER_PROVIDER="+t.provider,
-		"COURIER_THREAD_KEY="+t.thread,
-		"COURIER_CORRELATION_ID="+t.correlation,
-		"COURIER_COUNT="+strconv.Itoa(len(items)),
-		"COURIER_MESSAGE_IDS="+strings.Join(ids, " "),
-	)
+	return append(env, courierEnv(map[string]string{
+		"COURIER_EVENT":          string(items[len(items)-1].kind),
+		"COURIER_HOOK":           h.Name,
+		"COURIER_DELIVERY_ID":    deliveryID(h, items),
+		"COURIER_ROOT":           r.opts.Root,
+		"COURIER_MESSAGE_ID":     t.id,
+		"COURIER_MESSAGE_PATH":   t.path,
+		"COURIER_PROVIDER":       t.provider,
+		"COURIER_THREAD_KEY":     t.thread,
+		"COURIER_CORRELATION_ID": t.correlation,
+		"COURIER_COUNT":          strconv.Itoa(len(items)),
+		"COURIER_MESSAGE_IDS":    strings.Join(ids, " "),
+	})...)
+}
+
+// courierEnv is the COURIER_* variables of vars, sorted, each value but
+// the paths without the control and bidirectional characters a sender
+// could have put in it (schema.StripControls): a hook may print them to
+// a terminal.
+func courierEnv(vars map[string]string) []string {
+	env := make([]string, 0, len(vars))
+	for k, v := range vars {
+		if k != "COURIER_ROOT" && k != "COURIER_MESSAGE_PATH" {
+			v, _ = schema.StripControls(v)
+		}
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env
 }
 
 // outputGrace is how long a hook's output may stay open after it exited.

@@ -772,3 +772,21 @@ func TestExecBackgroundedProcessNotAFailure(t *testing.T) {
 		n.Close()
 	}
 }
+
+// Attack (issue 18, item 9): a thread key holding control characters
+// (from a sender's References, or any provider's) reaches an exec hook's
+// COURIER_THREAD_KEY without them.
+func TestExecHookEnvStripsControls(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "done")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ntStart(t, mb, Hook{Name: "wake", Exec: []string{`env > "$OUT/env"; echo ok > "$FIFO"`}, Shell: true, Env: map[string]string{"OUT": dir, "FIFO": fifo}})
+	ntWrite(t, mb, ntMsg("C1_1700000000_001401", "email-thread:a\x01\x1b[31mb\u202e@evil"))
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
+	if got, want := env["COURIER_THREAD_KEY"], "email-thread:a[31mb@evil"; got != want {
+		t.Errorf("COURIER_THREAD_KEY = %q, want %q", got, want)
+	}
+}
