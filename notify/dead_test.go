@@ -137,3 +137,45 @@ func TestMaxAttemptsSetsAside(t *testing.T) {
 		t.Errorf("the next event of the thread: %q", ok)
 	}
 }
+
+// The dead letters are counted for `courier status`, and Retry (`courier
+// hooks retry`) puts them back: the running service runs them at its
+// next poll.
+func TestRetryDeadLetters(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "fail"), nil, 0o600)
+	var log ntLog
+	r := New(mb, &Options{Hooks: []Hook{{Name: "h", Exec: []string{`if [ -e "$D/fail" ]; then exit 3; fi; echo "$COURIER_MESSAGE_ID" >> "$D/ok"`}, Shell: true,
+		MaxAttempts: 1, Env: map[string]string{"D": dir}}},
+		Root: mb.Root, Poll: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.Stop(ctx)
+	}()
+	m := ntMsg("C1_1700000000_001801", "T")
+	ntWrite(t, mb, m)
+	ntWaitLog(t, &log, "set aside in its dead letters", 1)
+	ctx := context.Background()
+	if got, err := DeadCounts(ctx, mb.DB()); err != nil || got["h"] != 1 {
+		t.Fatalf("DeadCounts = %v, %v; want h: 1", got, err)
+	}
+	if n, err := Retry(ctx, mb.DB(), []string{"other"}); err != nil || n != 0 {
+		t.Errorf("Retry of another hook moved %d (%v)", n, err)
+	}
+	os.Remove(filepath.Join(dir, "fail"))
+	if n, err := Retry(ctx, mb.DB(), nil); err != nil || n != 1 {
+		t.Fatalf("Retry moved %d (%v), want 1", n, err)
+	}
+	ntWaitLog(t, &log, "notify: hook ran", 1)
+	if ok, _ := os.ReadFile(filepath.Join(dir, "ok")); string(ok) != m.ID+"\n" {
+		t.Errorf("the hook ran for %q", ok)
+	}
+	if got, _ := DeadCounts(ctx, mb.DB()); len(got) != 0 {
+		t.Errorf("DeadCounts after the retry = %v", got)
+	}
+}

@@ -364,6 +364,7 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}) {
 		case res := <-r.results:
 			r.finish(res)
 		case <-timer.C:
+			r.adopt(ctx)
 		}
 	}
 }
