@@ -15,12 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
 )
 
 // call runs the hook once for items (one event, or a digest's).
@@ -137,20 +140,86 @@ func (r *Runner) env(h *hookState, items []*item, t target) []string {
 	for i, it := range items {
 		ids[i] = it.id
 	}
-	return append(env,
-		"COURIER_EVENT="+string(items[len(items)-1].kind),
-		"COURIER_HOOK="+h.Name,
-		"COURIER_DELIVERY_ID="+deliveryID(h, items),
-		"COURIER_ROOT="+r.opts.Root,
-		"COURIER_MESSAGE_ID="+t.id,
-		"COURIER_MESSAGE_PATH="+t.path,
-		"COURIER_PROVIDER="+t.provider,
-		"COURIER_THREAD_KEY="+t.thread,
-		"COURIER_CORRELATION_ID="+t.correlation,
-		"COURIER_COUNT="+strconv.Itoa(len(items)),
-		"COURIER_MESSAGE_IDS="+strings.Join(ids, " "),
-	)
+	return append(env, courierEnv(map[string]string{
+		"COURIER_EVENT":          string(items[len(items)-1].kind),
+		"COURIER_HOOK":           h.Name,
+		"COURIER_DELIVERY_ID":    deliveryID(h, items),
+		"COURIER_ROOT":           r.opts.Root,
+		"COURIER_MESSAGE_ID":     t.id,
+		"COURIER_MESSAGE_PATH":   t.path,
+		"COURIER_PROVIDER":       t.provider,
+		"COURIER_THREAD_KEY":     t.thread,
+		"COURIER_CORRELATION_ID": t.correlation,
+		"COURIER_COUNT":          strconv.Itoa(len(items)),
+		"COURIER_MESSAGE_IDS":    strings.Join(ids, " "),
+	})...)
 }
+
+// Bounds of the COURIER_* values: a sender writes the thread key (the
+// first References id) and may make it any size; a value over Linux's
+// 128 KiB per string fails exec with E2BIG, for good.
+const (
+	maxKeyEnv   = 1 << 10  // the thread key and the correlation id
+	maxOtherEnv = 32 << 10 // every other value (a digest's ids)
+)
+
+// courierEnv is the COURIER_* variables of vars, sorted, each value but
+// the paths without the control and bidirectional characters a sender
+// could have put in it (schema.StripControls): a hook may print them to
+// a terminal. Each is bounded (boundValue).
+func courierEnv(vars map[string]string) []string {
+	env := make([]string, 0, len(vars))
+	for k, v := range vars {
+		if k != "COURIER_ROOT" && k != "COURIER_MESSAGE_PATH" {
+			v, _ = schema.StripControls(v)
+		}
+		n := maxOtherEnv
+		if k == "COURIER_THREAD_KEY" || k == "COURIER_CORRELATION_ID" {
+			n = maxKeyEnv
+		}
+		env = append(env, k+"="+boundValue(v, n))
+	}
+	slices.Sort(env)
+	return env
+}
+
+// boundValue returns s when it is at most n bytes; else its first bytes
+// (whole UTF-8 characters) and "~" and the first 16 hex digits of the
+// SHA-256 of the whole s, n bytes at most: two values that differ past
+// the cut stay different.
+func boundValue(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := "~" + hex.EncodeToString(sum[:8])
+	cut := n - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
+}
+
+// permanentError is a call that cannot succeed on a retry: it goes to
+// the hook's dead letters at once.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() + " (cannot succeed on a retry)" }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// cannotRun reports whether err is exec failing to start the program in
+// a way a retry cannot change: too long an environment (E2BIG), a
+// program that is absent (ENOENT) or not executable (EACCES).
+func cannotRun(err error) bool {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return false
+	}
+	return errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EACCES) || errors.Is(err, exec.ErrNotFound)
+}
+
+// outputGrace is how long a hook's output may stay open after it exited.
+const outputGrace = time.Second
 
 func (r *Runner) exec(ctx context.Context, h *hookState, items []*item, t target, body []byte) error {
 	argv := h.Exec
@@ -167,14 +236,22 @@ func (r *Runner) exec(ctx context.Context, h *hookState, items []*item, t target
 	// must not outlive the call (nor hold its output pipe open).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
+	// The exit status decides. A process the hook left behind (a daemon
+	// in a session of its own) may hold the output pipe open: it is cut
+	// after this grace, and the call still succeeded.
+	cmd.WaitDelay = outputGrace
 	err := cmd.Run()
 	if out.buf.Len() > 0 || out.dropped > 0 {
 		r.log.Info("notify: hook output", "hook", h.Name, "id", t.id, "output", out.buf.String(), "dropped_bytes", out.dropped)
 	}
 	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		r.log.Warn("notify: hook exited 0 but something it started kept its output open; output cut", "hook", h.Name, "id", t.id, "grace", outputGrace)
+		return nil
 	case ctx.Err() == context.DeadlineExceeded:
 		return fmt.Errorf("timed out after %s", h.Timeout)
+	case err != nil && cannotRun(err):
+		return &permanentError{fmt.Errorf("%s: %w", filepath.Base(argv[0]), err)}
 	case err != nil:
 		return fmt.Errorf("%s: %w", filepath.Base(argv[0]), err)
 	}

@@ -62,6 +62,9 @@ type Hook struct {
 	MaxQueue    int // events queued for the hook at most (default 10,000)
 	Concurrency int // calls at once (default 4)
 	MaxOutput   int // bytes of an exec hook's output kept for the log (default 16 KiB)
+	// MaxAttempts is how many times a call runs before it is set aside in
+	// the hook's dead letters (default 20).
+	MaxAttempts int
 }
 
 func (h *Hook) defaults() {
@@ -82,6 +85,9 @@ func (h *Hook) defaults() {
 	}
 	if h.MaxOutput <= 0 {
 		h.MaxOutput = 16 << 10
+	}
+	if h.MaxAttempts <= 0 {
+		h.MaxAttempts = 20
 	}
 	if h.RateCalls > 0 && h.RatePer <= 0 {
 		h.RatePer = time.Minute
@@ -170,6 +176,20 @@ CREATE TABLE IF NOT EXISTS notify_queue (
 	next_at    INTEGER NOT NULL DEFAULT 0,
 	last_error TEXT NOT NULL DEFAULT '',
 	queued_at  INTEGER NOT NULL,
+	PRIMARY KEY (hook, seq)
+) WITHOUT ROWID;
+-- Each hook's dead letters: calls that cannot succeed (the hook cannot be
+-- run, or it failed max_attempts times), set aside so their thread goes on.
+CREATE TABLE IF NOT EXISTS notify_dead (
+	hook       TEXT NOT NULL,
+	seq        INTEGER NOT NULL,
+	kind       TEXT NOT NULL,
+	id         TEXT NOT NULL,
+	lane       TEXT NOT NULL,
+	attempts   INTEGER NOT NULL,
+	last_error TEXT NOT NULL,
+	queued_at  INTEGER NOT NULL,
+	dead_at    INTEGER NOT NULL,
 	PRIMARY KEY (hook, seq)
 ) WITHOUT ROWID;
 `
@@ -344,6 +364,7 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}) {
 		case res := <-r.results:
 			r.finish(res)
 		case <-timer.C:
+			r.adopt(ctx)
 		}
 	}
 }
@@ -709,20 +730,18 @@ func (r *Runner) finish(res result) {
 			// Kept in memory as done; the rows run again after a restart.
 			r.log.Error("notify: recording a call that succeeded", "hook", h.Name, "err", err)
 		}
-		done := map[*item]bool{}
-		for _, it := range res.items {
-			done[it] = true
-		}
-		h.items = slices.DeleteFunc(h.items, func(it *item) bool { return done[it] })
-		if h.full && len(h.items) < h.MaxQueue {
-			h.full = false
-		}
+		h.remove(res.items)
 		return
 	}
 	attempts := 0
 	for _, it := range res.items {
 		it.attempts++
 		attempts = max(attempts, it.attempts)
+	}
+	var perm *permanentError
+	if errors.As(res.err, &perm) || attempts >= h.MaxAttempts {
+		r.bury(h, res.items, attempts, res.err, seqs, in, now)
+		return
 	}
 	base := r.opts.BackoffBase
 	if h.Backoff > 0 {
@@ -743,6 +762,41 @@ func (r *Runner) finish(res result) {
 		in+`)`, args...); err != nil {
 		r.log.Error("notify: recording a failed call", "hook", h.Name, "err", err)
 	}
+}
+
+// remove drops items, whose call is over, from h's queue in memory.
+func (h *hookState) remove(items []*item) {
+	done := map[*item]bool{}
+	for _, it := range items {
+		done[it] = true
+	}
+	h.items = slices.DeleteFunc(h.items, func(it *item) bool { return done[it] })
+	if h.full && len(h.items) < h.MaxQueue {
+		h.full = false
+	}
+}
+
+// bury moves a call that cannot succeed (or failed max_attempts times)
+// from the queue to the hook's dead letters, so its thread goes on.
+func (r *Runner) bury(h *hookState, items []*item, attempts int, cause error, seqs []any, in string, now time.Time) {
+	ctx := context.Background()
+	msg := oneLine(cause.Error(), 500)
+	r.log.Error("notify: hook call set aside in its dead letters (notify_dead); its thread goes on", "hook", h.Name,
+		"id", items[len(items)-1].id, "events", len(items), "attempts", attempts, "err", msg)
+	args := append([]any{attempts, msg, now.UnixNano()}, seqs...)
+	err := withTx(ctx, r.mb.DB(), func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO notify_dead (hook, seq, kind, id, lane, attempts, last_error, queued_at, dead_at)
+			SELECT hook, seq, kind, id, lane, ?, ?, queued_at, ? FROM notify_queue WHERE hook = ? AND seq IN (`+in+`)`, args...); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM notify_queue WHERE hook = ? AND seq IN (`+in+`)`, seqs...)
+		return err
+	})
+	if err != nil {
+		// Kept in memory as set aside; the rows run again after a restart.
+		r.log.Error("notify: recording a call set aside", "hook", h.Name, "err", err)
+	}
+	h.remove(items)
 }
 
 // prune drops journal events every hook has taken that are older than the

@@ -724,3 +724,69 @@ func TestExecDigestEnvironment(t *testing.T) {
 		t.Errorf("stdin of a digest: %.300s (%v)", b, err)
 	}
 }
+
+// An exec hook that leaves a process of its own session behind, holding
+// its output open, and exits 0 succeeded: its output is cut after a
+// short grace and logged, and it is not run again (each run would start
+// another process).
+func TestExecBackgroundedProcessNotAFailure(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	script := `echo run >> "$D/runs"; setsid sh -c 'echo $$ >> "$D/bg"; exec sleep 120' & exit 0`
+	var log ntLog
+	r := New(mb, &Options{Hooks: []Hook{{Name: "daemon", Exec: []string{script}, Shell: true, Env: map[string]string{"D": dir}}},
+		Root: mb.Root, BackoffBase: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(dir, "bg"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, _ := strconv.Atoi(f); pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	ntWrite(t, mb, ntMsg("C1_1700000000_001301", ""))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), "notify: hook ran") && !strings.Contains(log.String(), "hook failed") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // a retry would have run by now
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := log.String()
+	if runs, _ := os.ReadFile(filepath.Join(dir, "runs")); string(runs) != "run\n" {
+		t.Errorf("the hook ran %d times, want once:\n%s", strings.Count(string(runs), "run"), out)
+	}
+	if strings.Contains(out, "hook failed") || !strings.Contains(out, "notify: hook ran") || !strings.Contains(out, "output cut") {
+		t.Errorf("log:\n%s", out)
+	}
+	if n, err := mb.DB().QueryContext(context.Background(), `SELECT 1 FROM notify_queue`); err == nil {
+		if n.Next() {
+			t.Error("the call is still queued")
+		}
+		n.Close()
+	}
+}
+
+// Attack (issue 18, item 9): a thread key holding control characters
+// (from a sender's References, or any provider's) reaches an exec hook's
+// COURIER_THREAD_KEY without them.
+func TestExecHookEnvStripsControls(t *testing.T) {
+	mb := ntMailbox(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "done")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ntStart(t, mb, Hook{Name: "wake", Exec: []string{`env > "$OUT/env"; echo ok > "$FIFO"`}, Shell: true, Env: map[string]string{"OUT": dir, "FIFO": fifo}})
+	ntWrite(t, mb, ntMsg("C1_1700000000_001401", "email-thread:a\x01\x1b[31mb\u202e@evil"))
+	env := ntHookEnv(t, fifo, filepath.Join(dir, "env"))
+	if got, want := env["COURIER_THREAD_KEY"], "email-thread:a[31mb@evil"; got != want {
+		t.Errorf("COURIER_THREAD_KEY = %q, want %q", got, want)
+	}
+}

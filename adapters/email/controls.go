@@ -9,8 +9,9 @@ import (
 // stripControls removes control characters (but tab and newline) and
 // bidirectional overrides from every text field of the message that an
 // agent reads or a terminal shows (schema.StripControls says which and
-// why): the subject, participants' names, content.text, content.html,
-// content.markdown, the body and provider_raw. A mail can carry them in
+// why): the subject, the session's id and thread key, participants'
+// names, content.text, content.html, content.markdown, the body and
+// provider_raw. A mail can carry them in
 // any encoding (an encoded-word, quoted-printable, base64), so this runs
 // once on the decoded fields, at the end of build, rather than in each
 // decoder. The raw message in the dropzone keeps them byte for byte, and
@@ -29,6 +30,11 @@ func (b *builder) stripControls() {
 		*s = schema.NullString(v)
 	}
 	str(&m.Session.Name)
+	// The thread key is made from the first References id, which a sender
+	// writes: it is shown and handed to hooks as text too. Every mail of
+	// the thread strips it alike, so they still share it.
+	str(&m.Session.ID)
+	null(&m.Session.ThreadKey)
 	party := func(p *schema.Participant) {
 		str(&p.Name)
 		// Trimmed as participant() trims it; the ID is made from the name

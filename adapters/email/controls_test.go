@@ -92,3 +92,27 @@ func TestReceiverStripsControls(t *testing.T) {
 		t.Error("the raw message in the dropzone is not the message as received")
 	}
 }
+
+// Attack (issue 18, item 9): a References id holding control characters
+// becomes the thread key, shown by `list` and handed to hooks. They are
+// stripped from session.id and thread_key, and a reply naming the same id
+// still shares the thread.
+func TestThreadKeyStripsControls(t *testing.T) {
+	mail := func(id string) []byte {
+		return []byte("From: ann@example.com\nTo: agent@example.com\nSubject: hi\n" +
+			"Date: Fri, 06 Feb 2026 18:31:15 +0100\nMessage-ID: <" + id + "@example.com>\n" +
+			"References: <a\x01\x1b[31mb\u202e@evil>\n\nhello\n")
+	}
+	m1, m2 := normalizeBytes(t, mail("one")), normalizeBytes(t, mail("two"))
+	for _, v := range []string{m1.Session.ID, string(m1.Session.ThreadKey)} {
+		if i := strings.IndexFunc(v, schema.IsStrippedControl); i >= 0 {
+			t.Errorf("thread key keeps %q: %q", v[i:i+1], v)
+		}
+	}
+	if want := "email-thread:a[31mb@evil"; string(m1.Session.ThreadKey) != want || m1.Session.ID != want {
+		t.Errorf("thread key %q, session.id %q, want %q", m1.Session.ThreadKey, m1.Session.ID, want)
+	}
+	if m2.Session.ThreadKey != m1.Session.ThreadKey {
+		t.Errorf("the second mail's thread %q, want the first's %q", m2.Session.ThreadKey, m1.Session.ThreadKey)
+	}
+}

@@ -160,6 +160,10 @@ func TestServiceParity(t *testing.T) {
 		{args: []string{"done", "lark_om_p2", "--agent", "c", "--format", "json"}},
 		{args: []string{"fail", "lark_om_p3", "--agent", "c", "--permanent", "--reason", "unreadable"}},
 		{args: []string{"claim", "lark_om_p3", "--agent", "c"}},
+		{args: []string{"claim", "lark_om_p1", "--agent", "evil\u202eecila"}},
+		{args: []string{"done", "lark_om_p1", "--agent", "a\u2066b"}},
+		{args: []string{"fail", "lark_om_p1", "--agent", "a\x1bb", "--reason", "x"}},
+		{args: []string{"send", "drafts/ok.md", "--agent", "evil\u202eecila"}},
 		{args: []string{"send", "drafts/ok.md"}},
 		{args: []string{"send", "drafts/ok.md", "--format", "json"}},
 		{args: []string{"send", "drafts/ok.md", "--dry-run"}},
@@ -770,4 +774,30 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// Attack (issue 18, item 9): an agent name with a right-to-left override
+// ("evil\u202eecila" shows as "evilalice") or a control character is
+// refused by claim, done, fail and send, exit 64 naming it, and nothing
+// is claimed.
+func TestAgentNameBidiRefused(t *testing.T) {
+	ws := newWorkspace(t)
+	seed(t, ws, testutil.Message(schema.Lark, "om_b1", testutil.Time("2026-03-01T10:00:00Z"), "hi"))
+	os.WriteFile(filepath.Join(ws, "draft.md"), []byte("---\nprovider: lark\nto: oc_1\n---\nhi\n"), 0o644)
+	for _, args := range [][]string{
+		{"claim", "lark_om_b1", "--agent", "evil\u202eecila"},
+		{"claim", "lark_om_b1", "--agent", "a\u2067b"},
+		{"claim", "lark_om_b1", "--agent", "a\x1b[31mb"},
+		{"done", "lark_om_b1", "--agent", "evil\u202eecila"},
+		{"fail", "lark_om_b1", "--agent", "evil\u202eecila", "--reason", "x"},
+		{"send", filepath.Join(ws, "draft.md"), "--agent", "evil\u202eecila"},
+	} {
+		_, e, code := cli(t, ws, "", args...)
+		if code != 64 || !strings.Contains(e, "agent name") {
+			t.Errorf("%q: exit %d, %s", args, code, e)
+		}
+	}
+	if out, _, _ := cli(t, ws, "", "list", "--all", "--format", "compact"); strings.Contains(out, "claimed") || strings.Contains(out, "ecila") {
+		t.Errorf("something was claimed:\n%s", out)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/service"
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/notify"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -42,6 +43,9 @@ func (a *app) statusCommand() *cobra.Command {
 					return err
 				}
 				rep.Listen = cfg.Courier.HTTP.Listen
+			}
+			if mb, err := a.Mailbox(); err == nil {
+				rep.HookDead, _ = notify.DeadCounts(cmd.Context(), mb.DB())
 			}
 			if format == "json" {
 				enc := json.NewEncoder(a.stdout)
@@ -167,6 +171,7 @@ func printReport(w io.Writer, r service.Report) {
 			fmt.Fprintln(w)
 		}
 	}
+	hookDeadLines(w, r)
 	if r.Service != "stopped" {
 		fmt.Fprintf(w, "Totals:    received %d (duplicates %d, merged %d), sent %d, failed attempts %d\n",
 			r.Totals.Received, r.Totals.Duplicates, r.Totals.Merged, r.Totals.Sent, r.Totals.Failed)
@@ -191,5 +196,20 @@ func deadLetterLines(w io.Writer, r service.Report) {
 		st := r.DeadLetter[name]
 		fmt.Fprintf(w, "Unfiled:   %-6s %d in .monoco/mailbox/.deadletter/%s/ (%d set aside since the start, %d refused beyond the bound)\n",
 			name, st.Kept, name, st.SetAside, st.Refused)
+	}
+}
+
+// hookDeadLines says, per hook that has any, how many calls are set aside
+// in its dead letters.
+func hookDeadLines(w io.Writer, r service.Report) {
+	names := make([]string, 0, len(r.HookDead))
+	for name, n := range r.HookDead {
+		if n > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "Hooks:     %s: %d call(s) set aside in its dead letters (`courier hooks retry %s` runs them again)\n", name, r.HookDead[name], name)
 	}
 }

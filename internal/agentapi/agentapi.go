@@ -37,6 +37,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/monoco/courier/schema"
 )
 
 // Caller is who sent a request, as the kernel tells the socket
@@ -73,16 +75,30 @@ func (c Caller) Agent(asked string) (string, error) {
 	if asked == "" {
 		return c.User, nil
 	}
-	if len(asked) > MaxAgentLen {
-		return "", fmt.Errorf("agentapi: agent name is %d bytes, over the limit of %d", len(asked), MaxAgentLen)
-	}
-	if !utf8.ValidString(asked) || strings.IndexFunc(asked, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0 {
-		return "", fmt.Errorf("agentapi: agent name %q has a space or control character", asked)
+	if err := CheckAgent(asked); err != nil {
+		return "", err
 	}
 	if c.Owner || asked == c.User || strings.HasSuffix(asked, "@"+c.User) {
 		return asked, nil
 	}
 	return asked + "@" + c.User, nil
+}
+
+// CheckAgent refuses an agent name that is too long, not UTF-8, or holds
+// a space, a control character or a bidirectional mark (U+202E shows
+// "evil\u202Eecila" as "evilalice" in `courier list` and logs): the
+// service and the command line acting directly check alike.
+func CheckAgent(name string) error {
+	if len(name) > MaxAgentLen {
+		return fmt.Errorf("agentapi: agent name is %d bytes, over the limit of %d", len(name), MaxAgentLen)
+	}
+	bad := func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) || schema.IsStrippedControl(r)
+	}
+	if !utf8.ValidString(name) || strings.IndexFunc(name, bad) >= 0 {
+		return fmt.Errorf("agentapi: agent name %q has a space, control or bidirectional character", name)
+	}
+	return nil
 }
 
 func (c Caller) String() string {

@@ -124,7 +124,10 @@ func TestAgentNamesCannotCrossUsers(t *testing.T) {
 			t.Errorf("%s asks %q: %q %v, want %q", tc.c.User, tc.asked, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"a b", "a\nb", "a\x00", strings.Repeat("x", agentapi.MaxAgentLen+1), "\xff"} {
+	// Bidirectional marks too (issue 18): "evil\u202eecila" shows as
+	// "evilalice".
+	for _, bad := range []string{"a b", "a\nb", "a\x00", strings.Repeat("x", agentapi.MaxAgentLen+1), "\xff",
+		"evil\u202eecila", "a\u2066b", "a\u200fb", "a\u061cb", "a\x1b[31mb", "a\u009bb"} {
 		if _, err := alice.Agent(bad); err == nil {
 			t.Errorf("agent name %q accepted", bad)
 		}

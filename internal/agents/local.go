@@ -74,13 +74,13 @@ func (c *Conn) Close() {
 	}
 }
 
-// agent is the name a verb acts under directly: the one asked, else the
-// user's.
-func (c *Conn) agent(asked string) string {
+// agent is the name a verb acts under directly: the one asked (checked
+// as the service checks it), else the user's.
+func (c *Conn) agent(asked string) (string, error) {
 	if asked != "" {
-		return asked
+		return asked, fault.Wrap(fault.Usage, agentapi.CheckAgent(asked))
 	}
-	return c.l.User
+	return c.l.User, nil
 }
 
 // Claim claims req.ID; req.Agent is the name the agent gave itself ("" for
@@ -91,7 +91,11 @@ func (c *Conn) Claim(ctx context.Context, req agentapi.ClaimRequest) (agentapi.O
 		o, err := c.svc.Claim(ctx, req)
 		return o, c.remoteError(err)
 	}
-	r, err := Claim(ctx, c.mb, req.ID, c.agent(req.Agent), req.Timeout)
+	agent, err := c.agent(req.Agent)
+	if err != nil {
+		return Refused(req.ID, err), nil
+	}
+	r, err := Claim(ctx, c.mb, req.ID, agent, req.Timeout)
 	return Outcome(req.ID, r, err), nil
 }
 
@@ -101,7 +105,11 @@ func (c *Conn) Done(ctx context.Context, req agentapi.DoneRequest) (agentapi.Out
 		o, err := c.svc.Done(ctx, req)
 		return o, c.remoteError(err)
 	}
-	r, err := Done(ctx, c.mb, req.ID, c.agent(req.Agent))
+	agent, err := c.agent(req.Agent)
+	if err != nil {
+		return Refused(req.ID, err), nil
+	}
+	r, err := Done(ctx, c.mb, req.ID, agent)
 	return Outcome(req.ID, r, err), nil
 }
 
@@ -111,7 +119,11 @@ func (c *Conn) Fail(ctx context.Context, req agentapi.FailRequest) (agentapi.Out
 		o, err := c.svc.Fail(ctx, req)
 		return o, c.remoteError(err)
 	}
-	r, err := Fail(ctx, c.mb, req.ID, c.agent(req.Agent), req.Reason, req.Retryable)
+	agent, err := c.agent(req.Agent)
+	if err != nil {
+		return Refused(req.ID, err), nil
+	}
+	r, err := Fail(ctx, c.mb, req.ID, agent, req.Reason, req.Retryable)
 	return Outcome(req.ID, r, err), nil
 }
 
@@ -177,6 +189,8 @@ func (l *Local) Send(ctx context.Context, in *Draft) (*agentapi.SendResult, erro
 	agent := in.Agent
 	if agent == "" {
 		agent = l.User
+	} else if err := agentapi.CheckAgent(agent); err != nil {
+		return nil, fault.Wrap(fault.Usage, err)
 	}
 	res, err := finishDraft(ctx, mb, d, agent, in.Flags.DryRun)
 	if err != nil {

@@ -51,6 +51,9 @@ type Hook struct {
 	MaxQueue    int `yaml:"max_queue"`   // events queued at most (default 10,000)
 	Concurrency int `yaml:"concurrency"` // calls at once (default 4)
 	MaxOutput   int `yaml:"max_output"`  // bytes of output kept for the log (default 16 KiB)
+	// MaxAttempts runs a failing call at most this many times, then sets
+	// it aside in the hook's dead letters (default 20).
+	MaxAttempts int `yaml:"max_attempts"`
 }
 
 // Command is an exec hook's command: a list (argv), or one string.
@@ -168,8 +171,8 @@ func (h *Hook) check(k *confkit.Checker) {
 	if h.Timeout < 0 || h.Digest < 0 || h.Backoff < 0 {
 		k.Bad("", "timeout, backoff and digest must not be negative")
 	}
-	if h.MaxDigest < 0 || h.MaxQueue < 0 || h.Concurrency < 0 || h.MaxOutput < 0 {
-		k.Bad("", "max_digest, max_queue, concurrency and max_output must not be negative (0: the default)")
+	if h.MaxDigest < 0 || h.MaxQueue < 0 || h.Concurrency < 0 || h.MaxOutput < 0 || h.MaxAttempts < 0 {
+		k.Bad("", "max_digest, max_queue, concurrency, max_output and max_attempts must not be negative (0: the default)")
 	}
 	if h.Concurrency > 64 {
 		k.Bad("concurrency", "%d: at most 64 calls at once", h.Concurrency)

@@ -103,6 +103,7 @@ func notifyHooks(cfg *config.Config) []notify.Hook {
 			Timeout: c.Timeout.D(), Mentions: c.Mentions, PersonalEligible: c.PersonalEligible, Correlation: c.Correlation,
 			Digest: c.Digest.D(), MaxDigest: c.MaxDigest, RateCalls: c.Rate.Calls, RatePer: c.Rate.Per,
 			MaxQueue: c.MaxQueue, Backoff: c.Backoff.D(), Concurrency: c.Concurrency, MaxOutput: c.MaxOutput,
+			MaxAttempts: c.MaxAttempts,
 		}
 		for _, e := range c.Events() {
 			h.On = append(h.On, mailbox.EventKind(e))

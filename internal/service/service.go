@@ -72,7 +72,9 @@ type Report struct {
 	// messages, by provider (deadletter.go).
 	DeadLetter map[string]mailbox.DeadLetterStats `json:"deadletter,omitempty"`
 	Ignored    map[string]map[string]uint64       `json:"ignored,omitempty"`
-	Error      string                             `json:"error,omitempty"`
+	// HookDead is the calls each hook set aside (notify.DeadCounts).
+	HookDead map[string]int `json:"hook_dead,omitempty"`
+	Error    string         `json:"error,omitempty"`
 }
 
 // Queue is one provider's outbound queue.
