@@ -212,7 +212,7 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 			out = append(out, fmt.Sprintf("%s holds secrets and is readable by everyone: chmod o-r %s (or move the secrets to *_file)", cfg.Path, cfg.Path))
 		}
 	}
-	for _, f := range secretFiles(cfg) {
+	for _, f := range secretFiles(cfg, l.Root) {
 		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o004 != 0 {
 			out = append(out, fmt.Sprintf("secret file %s is readable by everyone: chmod 600 %s", f, f))
 		}
@@ -246,8 +246,10 @@ func hasInlineSecret(cfg *config.Config) bool {
 }
 
 // secretFiles returns the files the config's secrets are read from, each
-// once (the flat email keys' password_file is also their account's).
-func secretFiles(cfg *config.Config) []string {
+// once (the flat email keys' password_file is also their account's), and
+// courier.mcp.token_file, relative to the workspace at root: the bearer
+// token of /mcp answers all mail as much as any provider's.
+func secretFiles(cfg *config.Config, root string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range cfg.Secrets() {
@@ -260,6 +262,14 @@ func secretFiles(cfg *config.Config) []string {
 		}
 		if !seen[f] {
 			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if f := cfg.Courier.MCP.TokenFile; f != "" {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(root, f)
+		}
+		if !seen[f] {
 			out = append(out, f)
 		}
 	}
