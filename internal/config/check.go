@@ -86,6 +86,9 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	if cc.Outbound.Concurrency < 1 {
 		k.Bad("courier.outbound.concurrency", "must be at least 1")
 	}
+	if cc.Outbound.MaxRecipients < 1 {
+		k.Bad("courier.outbound.max_recipients", "must be at least 1")
+	}
 	for i, r := range cc.Outbound.AttachRoots {
 		checkAttachRoot(k, fmt.Sprintf("courier.outbound.attach_roots[%d]", i), r)
 	}

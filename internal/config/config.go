@@ -201,6 +201,12 @@ type Outbound struct {
 	// name starting with "."): .env, .git, .ssh hold secrets, so they are
 	// refused by default. The workspace's .monoco/ is refused even then.
 	AttachHidden bool `yaml:"attach_hidden"`
+	// MaxRecipients bounds the addresses of a draft, to, cc and bcc
+	// together (default 50): a reply goes to the Reply-To of a mail
+	// anyone could send, which may list thousands. `courier send`
+	// refuses a draft past it (exit 65); the engine dead-letters one
+	// dropped into outbound/ by hand.
+	MaxRecipients int `yaml:"max_recipients"`
 }
 
 // Restart is how the service starts again a provider's source that

@@ -222,6 +222,9 @@ func (o *Outbound) defaults() {
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = confkit.Duration(30 * time.Second)
 	}
+	if o.MaxRecipients == 0 {
+		o.MaxRecipients = 50
+	}
 }
 
 // hasKey reports whether the document root has the key at path, whatever
