@@ -3,9 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/internal/testutil"
 	"github.com/monoco/courier/schema"
@@ -49,4 +53,36 @@ func TestSendRefusesTooManyRecipients(t *testing.T) {
 	if _, e, code := cli(t, ws, "", "send", "--reply-to", m.ID, "--text", "ok"); code != 0 {
 		t.Errorf("with max_recipients 5000: exit %d\n%s", code, e)
 	}
+}
+
+// `claim --timeout 876000h` held a message until 2126 (the socket took
+// 2^63 ns). A claim longer than courier.claims.max_timeout (default 24h)
+// is refused naming the key (exit 64) over the command line acting
+// directly, over the service's socket and over MCP; 24h itself is fine.
+func TestClaimTimeoutBounded(t *testing.T) {
+	ws := newWorkspace(t)
+	web := testutil.FreeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n", web))
+	for i, id := range []string{"om_c1", "om_c2", "om_c3"} {
+		seed(t, ws, testutil.Message(schema.Lark, id, testutil.Time("2026-01-01T00:00:00Z").Add(time.Duration(i)*time.Minute), "x"))
+	}
+	refused := func(how string) {
+		t.Helper()
+		_, e, code := cli(t, ws, "", "claim", "lark_om_c1", "--agent", "a", "--timeout", "876000h")
+		if code != exitUsage || !strings.Contains(e, "courier.claims.max_timeout") || !strings.Contains(e, "876000h0m0s is longer than 24h0m0s") {
+			t.Errorf("%s: claim --timeout 876000h: exit %d\n%s", how, code, e)
+		}
+	}
+	refused("directly")
+	cmd := exec.Command(courierBin, "--root", ws, "--agent", "m", "mcp")
+	cs := mcpConnect(t, &mcp.CommandTransport{Command: cmd}, nil)
+	mcpRefused(t, cs, "claim", map[string]any{"id": "lark_om_c2", "timeout": "876000h"}, exitUsage, "courier.claims.max_timeout")
+	if _, e, code := cli(t, ws, "", "claim", "lark_om_c3", "--agent", "a", "--timeout", "24h"); code != 0 {
+		t.Errorf("claim --timeout 24h: exit %d\n%s", code, e)
+	}
+
+	s := startServe(t, ws, web)
+	defer s.Stop(t)
+	refused("through the service")
+	mcpRefused(t, cs, "claim", map[string]any{"id": "lark_om_c2", "timeout": "876000h"}, exitUsage, "courier.claims.max_timeout")
 }

@@ -56,6 +56,7 @@ type Courier struct {
 	Limits   confkit.Limits `yaml:"limits"`
 	Mailbox  Mailbox        `yaml:"mailbox"`
 	MCP      MCP            `yaml:"mcp"`
+	Claims   Claims         `yaml:"claims"`
 	Outbound Outbound       `yaml:"outbound"`
 	Restart  Restart        `yaml:"restart"`
 	Adapters Adapters       `yaml:"adapters"` // the providers' sections (adapters.go)
@@ -163,6 +164,14 @@ type MCP struct {
 
 // Enabled reports whether /mcp is served.
 func (m MCP) Enabled() bool { return m.HTTP == nil || *m.HTTP }
+
+// Claims bounds what an agent may ask of a claim.
+type Claims struct {
+	// MaxTimeout is the longest claim an agent may ask for (default
+	// 24h): `claim --timeout 876000h` held a message until 2126, out of
+	// every other agent's reach. Longer asks are refused, naming the key.
+	MaxTimeout confkit.Duration `yaml:"max_timeout"`
+}
 
 // Mailbox configures claims and the dead letters.
 type Mailbox struct {

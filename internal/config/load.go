@@ -147,6 +147,9 @@ func (c *Config) applyDefaults() {
 	if cc.Mailbox.MaxFailures == 0 {
 		cc.Mailbox.MaxFailures = 3
 	}
+	if cc.Claims.MaxTimeout == 0 {
+		cc.Claims.MaxTimeout = confkit.Duration(24 * time.Hour)
+	}
 	cc.MCP.defaults()
 	cc.Outbound.defaults()
 	if cc.Restart.Refused == 0 {
