@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +48,28 @@ func TestClaimsMaxTimeoutConfig(t *testing.T) {
 	}
 	parseErr(t, "courier:\n  claims: {max_timeout: -1s}\n", "courier.claims.max_timeout: must not be negative")
 	parseErr(t, "courier:\n  claims: {max_timeout: 1h}\n  mailbox: {claim_timeout: 2h}\n", "courier.mailbox.claim_timeout: 2h0m0s is longer than courier.claims.max_timeout (1h0m0s)")
+}
+
+// A provider endpoint in plain http to a host off loopback would carry
+// its token in clear text: Slack's api_url and Lark's domain are refused
+// there, naming the key, as IMAP/SMTP refuse a plaintext login. Loopback
+// (127.0.0.0/8, ::1, localhost: the fakes) and https stay allowed.
+func TestPlainHTTPEndpointsRefused(t *testing.T) {
+	slack := "courier:\n  adapters:\n    slack: {enabled: true, bot_token: xoxb-1, app_token: xapp-1, api_url: %q}\n"
+	lark := "courier:\n  adapters:\n    lark: {enabled: true, app_id: cli_1, app_secret: s3cret-value, domain: %q}\n"
+	for _, u := range []string{"http://slack.example.com/api/", "http://10.0.0.5:8080/api/", "HTTP://[2001:db8::1]/api/"} {
+		parseErr(t, fmt.Sprintf(slack, u), "courier.adapters.slack.api_url: \""+u+"\" is plain http to a host off loopback")
+	}
+	for _, u := range []string{"http://open.example.com", "http://192.168.1.2:9000"} {
+		parseErr(t, fmt.Sprintf(lark, u), "courier.adapters.lark.domain: \""+u+"\" is plain http to a host off loopback")
+	}
+	for _, y := range []string{
+		fmt.Sprintf(slack, "http://127.0.0.1:8080/api/"), fmt.Sprintf(slack, "http://[::1]:8080/api/"),
+		fmt.Sprintf(slack, "http://localhost:8080/api/"), fmt.Sprintf(slack, "https://slack.example.com/api/"),
+		fmt.Sprintf(lark, "http://127.0.0.2:9000"), fmt.Sprintf(lark, "https://open.example.com"), fmt.Sprintf(lark, "lark"),
+	} {
+		if _, err := config.Parse([]byte(y), t.TempDir(), adapters); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
 }
