@@ -86,3 +86,21 @@ func TestClaimTimeoutBounded(t *testing.T) {
 	refused("through the service")
 	mcpRefused(t, cs, "claim", map[string]any{"id": "lark_om_c2", "timeout": "876000h"}, exitUsage, "courier.claims.max_timeout")
 }
+
+// A secret under 8 bytes (Lark's test verification token "v") is redacted
+// from the log only where it stands alone; doctor warns that it is weak,
+// naming its key, without failing and without printing it.
+func TestDoctorWarnsWeakSecret(t *testing.T) {
+	ws := newWorkspace(t)
+	writeConfig(t, ws, fmt.Sprintf("courier:\n  http: {listen: %s}\n  adapters:\n    lark: {enabled: false, verification_token: v, app_secret: a-long-enough-secret}\n", testutil.FreeAddr(t)))
+	os.Chmod(filepath.Join(ws, ".monoco/config/courier.yaml"), 0o600)
+	out, _, _ := cli(t, ws, "", "doctor")
+	if !strings.Contains(out, "! secrets") || !strings.Contains(out, "courier.adapters.lark.verification_token is weak: 1 byte(s)") ||
+		strings.Contains(out, "app_secret is weak") || strings.Contains(out, "✗ secrets") {
+		t.Errorf("doctor on a one-letter verification token:\n%s", out)
+	}
+	out, _, _ = cli(t, ws, "", "doctor", "--format", "json")
+	if !strings.Contains(out, `"warning": true`) {
+		t.Errorf("doctor --format json: no warning:\n%s", out)
+	}
+}

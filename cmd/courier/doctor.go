@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/internal/providers"
@@ -71,6 +72,9 @@ type doctorCheck struct {
 	Check  string `json:"check"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"` // what was found, or what is wrong and how to fix it
+	// Warning marks a check that passed with something to look at (a
+	// weak secret): printed with "!", it fails nothing.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // doctor runs every check, printing one line each as it goes when print is
@@ -111,6 +115,12 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	report("layout", checkLayout(l), l.Mailbox()+" (every folder present and writable)")
 	for _, msg := range checkPermissions(cfg, l) {
 		report("permissions", errors.New(msg), "")
+	}
+	for _, msg := range weakSecrets(cfg) {
+		checks = append(checks, doctorCheck{Check: "secrets", OK: true, Warning: true, Detail: msg})
+		if print {
+			fmt.Fprintf(a.stdout, "! %-22s %s\n", "secrets", msg)
+		}
 	}
 	if mb, err := a.Mailbox(); err != nil {
 		report("database", err, "")
@@ -233,6 +243,19 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 	}
 	if writable > 0 {
 		out = append(out, fmt.Sprintf("message files must be read-only (0440), %s is writable: chmod a-w under %s", example, l.Mailbox()))
+	}
+	return out
+}
+
+// weakSecrets names the secrets shorter than confkit.StrongSecretLen: a
+// guess away, and redacted from the log only where they stand alone as a
+// word (a token "v" would otherwise blank out every v of the log).
+func weakSecrets(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.Secrets() {
+		if n := len(s.Secret.Reveal()); n > 0 && n < confkit.StrongSecretLen {
+			out = append(out, fmt.Sprintf("%s is weak: %d byte(s), under %d; the log redacts it only where it stands alone as a word: use a long random value", s.Path, n, confkit.StrongSecretLen))
+		}
 	}
 	return out
 }
