@@ -16,6 +16,11 @@ import (
 // claimed by the caller). The CLI exits with code 2 for it.
 var ErrConflict = errors.New("conflict")
 
+// ErrClaimTooLong is the error of a claim asked for longer than
+// Options.MaxClaimTimeout: it would hold the message out of every other
+// agent's reach for as long (2^63 ns is 292 years).
+var ErrClaimTooLong = errors.New("mailbox: claim timeout too long")
+
 // ConflictError says why an operation on a message was refused.
 type ConflictError struct {
 	ID        string
@@ -82,7 +87,8 @@ func (mb *Mailbox) boxConflict(id string, s *claimState) error {
 	return nil
 }
 
-// Claim gives agent the message for timeout (0 = the default, 300 s). An
+// Claim gives agent the message for timeout (0 = the default, 300 s; more
+// than Options.MaxClaimTimeout is ErrClaimTooLong). An
 // agent that holds the claim renews it. A claim that ran out can be taken
 // by anyone; a failed message can be claimed again once its retry time has
 // come.
@@ -92,6 +98,9 @@ func (mb *Mailbox) Claim(ctx context.Context, id, agent string, timeout time.Dur
 	}
 	if timeout <= 0 {
 		timeout = mb.opts.ClaimTimeout
+	}
+	if timeout > mb.opts.MaxClaimTimeout {
+		return nil, fmt.Errorf("%w: %v is longer than %v", ErrClaimTooLong, timeout, mb.opts.MaxClaimTimeout)
 	}
 	now := mb.now()
 	c := &Claim{ID: id, Agent: agent, ClaimedAt: now, ExpiresAt: now.Add(timeout)}

@@ -19,6 +19,9 @@ type Options struct {
 	// ClaimTimeout is how long a claim holds when the caller gives none
 	// (default 300 s, as upstream).
 	ClaimTimeout time.Duration
+	// MaxClaimTimeout is the longest claim a caller may ask for (default
+	// 24 h); a longer one is ErrClaimTooLong.
+	MaxClaimTimeout time.Duration
 	// MaxFailures is how many times agents may fail a message before it is
 	// set aside in .deadletter/ (default 3, as upstream).
 	MaxFailures int
@@ -60,6 +63,9 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 	}
 	if o.ClaimTimeout <= 0 {
 		o.ClaimTimeout = 300 * time.Second
+	}
+	if o.MaxClaimTimeout <= 0 {
+		o.MaxClaimTimeout = 24 * time.Hour
 	}
 	if o.MaxFailures <= 0 {
 		o.MaxFailures = 3

@@ -74,6 +74,10 @@ type Options struct {
 	RescanInterval time.Duration // default 30 s
 	Concurrency    int           // sends in flight, default 8
 	SendTimeout    time.Duration // default 2 min
+	// MaxRecipients bounds a draft's to, cc and bcc together (default
+	// 50, courier.outbound.max_recipients): `courier send` refuses more,
+	// and a draft past it dropped into outbound/ by hand is dead-lettered.
+	MaxRecipients int
 	// Observer is told of each outcome (metrics).
 	Observer Observer
 	Now      func() time.Time
@@ -140,6 +144,9 @@ func New(mb *mailbox.Mailbox, opts *Options) *Engine {
 	}
 	if o.SendTimeout <= 0 {
 		o.SendTimeout = 2 * time.Minute
+	}
+	if o.MaxRecipients <= 0 {
+		o.MaxRecipients = 50
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -486,6 +493,10 @@ func (e *Engine) deliver(due mailbox.Due, attempts int) {
 			log.Error("outbound: cannot schedule", "err", err)
 		}
 		log.Debug("outbound: held until its schedule_at", "at", at.Format())
+		return
+	}
+	if err := d.CheckRecipients(nil, e.opts.MaxRecipients); err != nil {
+		e.fail(ctx, log, due, d, attempts, adapters.Permanent(err))
 		return
 	}
 	if err := e.artifactsReady(d); err != nil {

@@ -439,3 +439,37 @@ func TestStopWaitsForInflight(t *testing.T) {
 		t.Errorf("a cancelled send must leave the draft queued, got %s", e.status(t, d2.ID))
 	}
 }
+
+// A draft dropped into outbound/ by hand with more recipients than
+// MaxRecipients (to, cc and bcc together; default 50) is dead-lettered
+// with the reason, never handed to the provider: a reply to a mail whose
+// Reply-To lists 5,000 addresses would mail them all in one transaction.
+func TestTooManyRecipientsDeadLettered(t *testing.T) {
+	e := setup(t)
+	rec := newRecorder(nil)
+	e.start(t, outbound.Options{Senders: map[schema.Provider]adapters.Sender{schema.Email: rec}})
+	victims := make(schema.Recipients, 5000)
+	for i := range victims {
+		victims[i] = fmt.Sprintf("victim%d@victims.example", i)
+	}
+	big := e.queue(t, schema.Email, func(d *schema.Draft) { d.To = victims })
+	// 50 is allowed: 40 in to and 10 in cc; one more in bcc is not.
+	fifty := e.queue(t, schema.Email, func(d *schema.Draft) { d.To, d.Cc = victims[:40], victims[40:50] })
+	over := e.queue(t, schema.Email, func(d *schema.Draft) { d.To, d.Cc, d.Bcc = victims[:40], victims[40:50], victims[50:51] })
+	for _, d := range []*schema.Draft{big, over} {
+		testutil.WaitFor(t, 10*time.Second, d.ID+" dead", func() bool { return e.status(t, d.ID) == mailbox.StatusDead })
+	}
+	testutil.WaitFor(t, 10*time.Second, fifty.ID+" sent", func() bool { return e.status(t, fifty.ID) == mailbox.StatusSent })
+	got, path := e.draftAt(t, big.ID)
+	if !strings.HasPrefix(path, ".monoco/mailbox/.deadletter/email/") || got.Delivery.Status != "failed" ||
+		string(got.Delivery.Reason) != "to: 5000 recipients (to 5000), more than courier.outbound.max_recipients (50) allows" {
+		t.Errorf("5,000 recipients: %s %+v", path, got.Delivery)
+	}
+	got, _ = e.draftAt(t, over.ID)
+	if string(got.Delivery.Reason) != "to: 51 recipients (to 40, cc 10, bcc 1), more than courier.outbound.max_recipients (50) allows" {
+		t.Errorf("51 recipients: %+v", got.Delivery)
+	}
+	if n := len(rec.callsFor(big.ID)) + len(rec.callsFor(over.ID)); n != 0 {
+		t.Errorf("a draft past the bound was handed to the provider %d times", n)
+	}
+}

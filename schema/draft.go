@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"fmt"
+	"strings"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -176,6 +179,33 @@ func (d *Draft) Recipients() []string {
 	out = append(out, d.To...)
 	out = append(out, d.Cc...)
 	return append(out, d.Bcc...)
+}
+
+// CheckRecipients refuses a draft whose to, cc and bcc together name more
+// than max addresses (max <= 0: no bound), naming the fields, their counts
+// and the key that sets max: a reply to a mail whose Reply-To lists 5,000
+// addresses would otherwise mail them all. The error is at the largest
+// field; src may be nil.
+func (d *Draft) CheckRecipients(src *Source, max int) error {
+	n := len(d.To) + len(d.Cc) + len(d.Bcc)
+	if max <= 0 || n <= max {
+		return nil
+	}
+	var parts []string
+	field, most := "to", -1
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"to", len(d.To)}, {"cc", len(d.Cc)}, {"bcc", len(d.Bcc)}} {
+		if f.n == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", f.name, f.n))
+		if f.n > most {
+			field, most = f.name, f.n
+		}
+	}
+	return src.Errorf(field, "%d recipients (%s), more than courier.outbound.max_recipients (%d) allows", n, strings.Join(parts, ", "), max)
 }
 
 // EffectiveType returns the draft's type, inferring it from the content when

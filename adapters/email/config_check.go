@@ -191,11 +191,11 @@ func (c *Config) checkPlaintextAuth(k *confkit.Checker) {
 	}
 	for i, a := range c.Accounts {
 		ak := k.At(fmt.Sprintf("accounts[%d]", i))
-		if s := a.IMAP; s != nil && s.TLS == "none" && s.Username != "" && !s.AllowPlaintextAuth && !loopbackHost(s.Host) {
+		if s := a.IMAP; s != nil && s.TLS == "none" && s.Username != "" && !s.AllowPlaintextAuth && !confkit.LoopbackHost(s.Host) {
 			ak.Bad("imap.tls", "tls: none would send the IMAP password to %s in clear text: use tls: implicit or starttls, or set allow_plaintext_auth: true on this server", s.Host)
 		}
 		s := a.SMTP
-		if s == nil || s.TLS != "none" || s.Username == "" || s.Auth == "none" || s.AllowPlaintextAuth || loopbackHost(s.Host) {
+		if s == nil || s.TLS != "none" || s.Username == "" || s.Auth == "none" || s.AllowPlaintextAuth || confkit.LoopbackHost(s.Host) {
 			continue
 		}
 		if flat {
@@ -204,16 +204,4 @@ func (c *Config) checkPlaintextAuth(k *confkit.Checker) {
 		}
 		ak.Bad("smtp.tls", "tls: none would send the SMTP login to %s in clear text: use tls: implicit or starttls, or set allow_plaintext_auth: true on this server", s.Host)
 	}
-}
-
-// loopbackHost reports whether host is this machine by name or address:
-// localhost (RFC 6761 reserves it for loopback), 127.0.0.0/8 or ::1. Other
-// names are not resolved: a name can point anywhere tomorrow.
-func loopbackHost(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -54,6 +54,7 @@ func (c *Config) Check(k *confkit.Checker) {
 	default:
 		k.Bad("mode", "%q is not one of ws, webhook", c.Mode)
 	}
+	k.NoPlainHTTP("domain", c.Domain)
 	if c.Mode == "webhook" && c.VerificationToken == "" && c.EncryptKey == "" {
 		k.Bad("verification_token", "webhook mode needs verification_token or encrypt_key to verify requests")
 	}

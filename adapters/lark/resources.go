@@ -19,6 +19,7 @@ import (
 	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/lark/internal/content"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 )
 
@@ -312,12 +313,7 @@ func (a *Adapter) redact(s string) string {
 
 // redactSecret is redact for use with a.tok.mu held.
 func (a *Adapter) redactSecret(s string) string {
-	for _, secret := range []string{a.tok.token, a.cfg.AppSecret.Reveal(), a.cfg.VerificationToken.Reveal(), a.cfg.EncryptKey.Reveal()} {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
+	return confkit.Redact(s, a.tok.token, a.cfg.AppSecret.Reveal(), a.cfg.VerificationToken.Reveal(), a.cfg.EncryptKey.Reveal())
 }
 
 // clip bounds a string from outside before it goes into a log or an error.

@@ -68,6 +68,8 @@ func (c *Config) Check(k *confkit.Checker) {
 	if c.APIURL != "" {
 		if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			k.Bad("api_url", "%q is not an http(s) URL", c.APIURL)
+		} else {
+			k.NoPlainHTTP("api_url", c.APIURL)
 		}
 	}
 	for i, ch := range c.Channels {

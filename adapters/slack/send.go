@@ -18,6 +18,7 @@ import (
 	"github.com/monoco/courier/adapters/internal/chatmsg"
 	"github.com/monoco/courier/adapters/slack/internal/mrkdwn"
 	"github.com/monoco/courier/dropzone"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/schema"
 	"github.com/monoco/courier/threading"
 )
@@ -440,12 +441,7 @@ func orNone(s string) string {
 func (s *sender) errorf(format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	msg := err.Error()
-	clean := msg
-	for _, t := range []string{s.a.cfg.BotToken.Reveal(), s.a.cfg.AppToken.Reveal(), s.a.cfg.SigningSecret.Reveal()} {
-		if t != "" {
-			clean = strings.ReplaceAll(clean, t, "[redacted]")
-		}
-	}
+	clean := confkit.Redact(msg, s.a.cfg.BotToken.Reveal(), s.a.cfg.AppToken.Reveal(), s.a.cfg.SigningSecret.Reveal())
 	if clean != msg {
 		return errors.New(clean)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/config"
+	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/internal/providers"
@@ -71,6 +72,9 @@ type doctorCheck struct {
 	Check  string `json:"check"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"` // what was found, or what is wrong and how to fix it
+	// Warning marks a check that passed with something to look at (a
+	// weak secret): printed with "!", it fails nothing.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // doctor runs every check, printing one line each as it goes when print is
@@ -111,6 +115,12 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 	report("layout", checkLayout(l), l.Mailbox()+" (every folder present and writable)")
 	for _, msg := range checkPermissions(cfg, l) {
 		report("permissions", errors.New(msg), "")
+	}
+	for _, msg := range weakSecrets(cfg) {
+		checks = append(checks, doctorCheck{Check: "secrets", OK: true, Warning: true, Detail: msg})
+		if print {
+			fmt.Fprintf(a.stdout, "! %-22s %s\n", "secrets", msg)
+		}
 	}
 	if mb, err := a.Mailbox(); err != nil {
 		report("database", err, "")
@@ -212,7 +222,7 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 			out = append(out, fmt.Sprintf("%s holds secrets and is readable by everyone: chmod o-r %s (or move the secrets to *_file)", cfg.Path, cfg.Path))
 		}
 	}
-	for _, f := range secretFiles(cfg) {
+	for _, f := range secretFiles(cfg, l.Root) {
 		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o004 != 0 {
 			out = append(out, fmt.Sprintf("secret file %s is readable by everyone: chmod 600 %s", f, f))
 		}
@@ -237,6 +247,19 @@ func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
 	return out
 }
 
+// weakSecrets names the secrets shorter than confkit.StrongSecretLen: a
+// guess away, and redacted from the log only where they stand alone as a
+// word (a token "v" would otherwise blank out every v of the log).
+func weakSecrets(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.Secrets() {
+		if n := len(s.Secret.Reveal()); n > 0 && n < confkit.StrongSecretLen {
+			out = append(out, fmt.Sprintf("%s is weak: %d byte(s), under %d; the log redacts it only where it stands alone as a word: use a long random value", s.Path, n, confkit.StrongSecretLen))
+		}
+	}
+	return out
+}
+
 // hasInlineSecret reports whether the config file holds a secret itself
 // rather than naming its file or an environment variable (the rule serve
 // refuses to start by, see checkSecretModes).
@@ -246,8 +269,10 @@ func hasInlineSecret(cfg *config.Config) bool {
 }
 
 // secretFiles returns the files the config's secrets are read from, each
-// once (the flat email keys' password_file is also their account's).
-func secretFiles(cfg *config.Config) []string {
+// once (the flat email keys' password_file is also their account's), and
+// courier.mcp.token_file, relative to the workspace at root: the bearer
+// token of /mcp answers all mail as much as any provider's.
+func secretFiles(cfg *config.Config, root string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range cfg.Secrets() {
@@ -260,6 +285,14 @@ func secretFiles(cfg *config.Config) []string {
 		}
 		if !seen[f] {
 			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if f := cfg.Courier.MCP.TokenFile; f != "" {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(root, f)
+		}
+		if !seen[f] {
 			out = append(out, f)
 		}
 	}

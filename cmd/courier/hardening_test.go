@@ -253,10 +253,29 @@ func TestServeRefusesReadableSecrets(t *testing.T) {
 	}
 	os.Chmod(secret, 0o600)
 
+	// courier.mcp.token_file is a secret file too (relative to the
+	// workspace): at 0644 any local user answers all mail over /mcp.
+	// serve refuses it and doctor fails on it.
+	os.WriteFile(filepath.Join(ws, "mcp.token"), []byte("mcp-token-not-for-others"), 0o644)
+	writeConfig(t, ws, base+"  mcp: {token_file: mcp.token}\n")
+	os.Chmod(cfgPath, 0o640)
+	code, out = serveExit(t, ws)
+	tok := filepath.Join(ws, "mcp.token")
+	if code != exitConfig || !strings.Contains(out, "chmod o-rwx "+tok) || strings.Contains(out, "mcp-token-not-for-others") {
+		t.Errorf("world-readable courier.mcp.token_file: exit %d:\n%s", code, out)
+	}
+	out, _, code = cli(t, ws, "", "doctor")
+	if code != exitUnavailable || !strings.Contains(out, "✗ permissions") || !strings.Contains(out, "secret file "+tok) {
+		t.Errorf("doctor on a world-readable courier.mcp.token_file: exit %d:\n%s", code, out)
+	}
+	os.Chmod(tok, 0o600)
+	s := startServe(t, ws, web)
+	s.Stop(t)
+
 	// Not readable by others: it starts.
 	writeConfig(t, ws, base+"    slack: {enabled: false, bot_token: xoxb-not-for-others}\n")
 	os.Chmod(cfgPath, 0o640)
-	s := startServe(t, ws, web)
+	s = startServe(t, ws, web)
 	s.Stop(t)
 
 	// Readable by all, but only ${NAME}: it starts.

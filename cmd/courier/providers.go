@@ -37,7 +37,7 @@ func (a *app) fetchCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkSecretModes(cfg); err != nil {
+			if err := checkSecretModes(cfg, a.root); err != nil {
 				return err
 			}
 			lock, mb, dz, err := a.openExclusive(cfg)

@@ -108,7 +108,7 @@ func TestSeamTemplateProvider(t *testing.T) {
 	// it with the provider's Sender, and the archived draft records the
 	// inbound id the receipt gave.
 	d := &schema.Draft{ReplyTo: "discord_general_1", Content: schema.DraftContent{Text: "on it"}}
-	if err := agents.ResolveDraft(context.Background(), mb, set, d, nil, ""); err != nil {
+	if err := agents.ResolveDraft(context.Background(), mb, set, d, nil, "", 50); err != nil {
 		t.Fatal(err)
 	}
 	if d.Provider != schema.Discord || len(d.To) != 1 || d.To[0] != "#general" || d.IdempotencyKey == "" {

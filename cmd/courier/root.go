@@ -158,9 +158,10 @@ func (a *app) Mailbox() (*mailbox.Mailbox, error) {
 		return nil, err
 	}
 	mb, err := mailbox.Open(a.root, &mailbox.Options{
-		Logger:       a.logger(),
-		ClaimTimeout: cfg.Courier.Mailbox.ClaimTimeout.D(),
-		MaxFailures:  cfg.Courier.Mailbox.MaxFailures,
+		Logger:          a.logger(),
+		ClaimTimeout:    cfg.Courier.Mailbox.ClaimTimeout.D(),
+		MaxClaimTimeout: cfg.Courier.Claims.MaxTimeout.D(),
+		MaxFailures:     cfg.Courier.Mailbox.MaxFailures,
 		// An agent in the workspace's group reads a mailbox only the
 		// service writes (package agents).
 		ReadOnly: agents.ReadOnly(a.root),

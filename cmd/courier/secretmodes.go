@@ -12,11 +12,12 @@ import (
 // checkSecretModes refuses to start a process that holds the secrets
 // (serve, fetch) when another user of the machine could read them: the
 // config file with secrets written into it (config.InlineSecrets), or a
-// *_file secret, readable by others. doctor reported it, but nothing made
-// anyone run doctor; a config left 0644 by an editor or by `courier init`
-// under umask 022 exposed the password to every account on the host. Exit
-// 78, naming the file and the chmod to run.
-func checkSecretModes(cfg *config.Config) error {
+// *_file secret or courier.mcp.token_file, readable by others. doctor
+// reported it, but nothing made anyone run doctor; a config left 0644 by
+// an editor or by `courier init` under umask 022 exposed the password to
+// every account on the host. Exit 78, naming the file and the chmod to
+// run.
+func checkSecretModes(cfg *config.Config, root string) error {
 	var bad []string
 	if cfg.Path != "" {
 		if fi, err := os.Stat(cfg.Path); err == nil && fi.Mode().Perm()&0o004 != 0 {
@@ -26,7 +27,7 @@ func checkSecretModes(cfg *config.Config) error {
 			}
 		}
 	}
-	for _, f := range secretFiles(cfg) {
+	for _, f := range secretFiles(cfg, root) {
 		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o004 != 0 {
 			bad = append(bad, fmt.Sprintf("secret file %s is readable by every user: run `chmod o-rwx %s`", f, f))
 		}

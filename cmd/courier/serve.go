@@ -95,7 +95,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSecretModes(cfg); err != nil {
+	if err := checkSecretModes(cfg, a.root); err != nil {
 		return err
 	}
 	logw, closeLog, err := a.serveLogWriter(cfg, lf)

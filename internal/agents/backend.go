@@ -115,7 +115,7 @@ func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.Sen
 		// A path here is only a name: the content comes in files.
 		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x.ID, Path: x.Path})
 	}
-	if err := ResolveDraft(ctx, b.Mailbox, b.Providers, d, src, req.Account); err != nil {
+	if err := ResolveDraft(ctx, b.Mailbox, b.Providers, d, src, req.Account, b.Config.Courier.Outbound.MaxRecipients); err != nil {
 		return nil, withFile(err, req.Name)
 	}
 	if err := d.Validate(src); err != nil {

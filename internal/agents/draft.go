@@ -102,8 +102,10 @@ func withFile(err error, name string) error {
 // provider (from the message answered, else from the recipients), what a
 // reply inherits whatever the provider (inheritFromParent), then what the
 // provider's Resolver derives: recipients, its own fields, the idempotency
-// key. account is send's --account.
-func ResolveDraft(ctx context.Context, mb *mailbox.Mailbox, set providers.Set, d *schema.Draft, src *schema.Source, account string) error {
+// key. account is send's --account. A draft with more recipients than
+// maxRcpt (courier.outbound.max_recipients), those derived from the
+// message answered included, is refused.
+func ResolveDraft(ctx context.Context, mb *mailbox.Mailbox, set providers.Set, d *schema.Draft, src *schema.Source, account string, maxRcpt int) error {
 	par, entry, err := parentOf(ctx, mb, d, src)
 	if err != nil {
 		return err
@@ -141,7 +143,7 @@ func ResolveDraft(ctx context.Context, mb *mailbox.Mailbox, set providers.Set, d
 	if len(d.To) == 0 {
 		return src.Errorf("to", "draft has no recipient: set to, or reply_to to answer a message")
 	}
-	return nil
+	return d.CheckRecipients(src, maxRcpt)
 }
 
 // parentOf reads the message (or draft) a draft's reply_to names; nil for

@@ -177,7 +177,7 @@ func (l *Local) Send(ctx context.Context, in *Draft) (*agentapi.SendResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := ResolveDraft(ctx, mb, set, d, src, in.Flags.Account); err != nil {
+	if err := ResolveDraft(ctx, mb, set, d, src, in.Flags.Account, l.Config.Courier.Outbound.MaxRecipients); err != nil {
 		return nil, withFile(err, in.Name)
 	}
 	if err := d.Validate(src); err != nil {

@@ -20,6 +20,9 @@ import (
 // claim_timeout); claiming again renews it.
 func Claim(ctx context.Context, mb *mailbox.Mailbox, id, agent string, timeout time.Duration) (agentapi.Result, error) {
 	cl, err := mb.Claim(ctx, id, agent, timeout)
+	if errors.Is(err, mailbox.ErrClaimTooLong) {
+		return agentapi.Result{}, fault.Errorf(fault.Usage, "%w (courier.claims.max_timeout)", err)
+	}
 	if err != nil {
 		return agentapi.Result{}, err
 	}

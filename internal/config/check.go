@@ -86,6 +86,14 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	if cc.Outbound.Concurrency < 1 {
 		k.Bad("courier.outbound.concurrency", "must be at least 1")
 	}
+	if m := cc.Claims.MaxTimeout; m < 0 {
+		k.Bad("courier.claims.max_timeout", "must not be negative")
+	} else if cc.Mailbox.ClaimTimeout > m {
+		k.Bad("courier.mailbox.claim_timeout", "%v is longer than courier.claims.max_timeout (%v)", cc.Mailbox.ClaimTimeout.D(), m.D())
+	}
+	if cc.Outbound.MaxRecipients < 1 {
+		k.Bad("courier.outbound.max_recipients", "must be at least 1")
+	}
 	for i, r := range cc.Outbound.AttachRoots {
 		checkAttachRoot(k, fmt.Sprintf("courier.outbound.attach_roots[%d]", i), r)
 	}

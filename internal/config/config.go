@@ -56,6 +56,7 @@ type Courier struct {
 	Limits   confkit.Limits `yaml:"limits"`
 	Mailbox  Mailbox        `yaml:"mailbox"`
 	MCP      MCP            `yaml:"mcp"`
+	Claims   Claims         `yaml:"claims"`
 	Outbound Outbound       `yaml:"outbound"`
 	Restart  Restart        `yaml:"restart"`
 	Adapters Adapters       `yaml:"adapters"` // the providers' sections (adapters.go)
@@ -164,6 +165,14 @@ type MCP struct {
 // Enabled reports whether /mcp is served.
 func (m MCP) Enabled() bool { return m.HTTP == nil || *m.HTTP }
 
+// Claims bounds what an agent may ask of a claim.
+type Claims struct {
+	// MaxTimeout is the longest claim an agent may ask for (default
+	// 24h): `claim --timeout 876000h` held a message until 2126, out of
+	// every other agent's reach. Longer asks are refused, naming the key.
+	MaxTimeout confkit.Duration `yaml:"max_timeout"`
+}
+
 // Mailbox configures claims and the dead letters.
 type Mailbox struct {
 	ClaimTimeout confkit.Duration `yaml:"claim_timeout"`
@@ -201,6 +210,12 @@ type Outbound struct {
 	// name starting with "."): .env, .git, .ssh hold secrets, so they are
 	// refused by default. The workspace's .monoco/ is refused even then.
 	AttachHidden bool `yaml:"attach_hidden"`
+	// MaxRecipients bounds the addresses of a draft, to, cc and bcc
+	// together (default 50): a reply goes to the Reply-To of a mail
+	// anyone could send, which may list thousands. `courier send`
+	// refuses a draft past it (exit 65); the engine dead-letters one
+	// dropped into outbound/ by hand.
+	MaxRecipients int `yaml:"max_recipients"`
 }
 
 // Restart is how the service starts again a provider's source that

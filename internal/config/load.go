@@ -147,6 +147,9 @@ func (c *Config) applyDefaults() {
 	if cc.Mailbox.MaxFailures == 0 {
 		cc.Mailbox.MaxFailures = 3
 	}
+	if cc.Claims.MaxTimeout == 0 {
+		cc.Claims.MaxTimeout = confkit.Duration(24 * time.Hour)
+	}
 	cc.MCP.defaults()
 	cc.Outbound.defaults()
 	if cc.Restart.Refused == 0 {
@@ -221,6 +224,9 @@ func (o *Outbound) defaults() {
 	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = confkit.Duration(30 * time.Second)
+	}
+	if o.MaxRecipients == 0 {
+		o.MaxRecipients = 50
 	}
 }
 

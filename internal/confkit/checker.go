@@ -3,6 +3,8 @@ package confkit
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -90,4 +92,29 @@ func ListenAddr(addr string) error {
 		return fmt.Errorf("%q: the host %q is not an address or a name", addr, host)
 	}
 	return nil
+}
+
+// LoopbackHost reports whether host is this machine by name or address:
+// localhost (RFC 6761 reserves it for loopback), 127.0.0.0/8 or ::1. Other
+// names are not resolved: a name can point anywhere tomorrow.
+func LoopbackHost(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// NoPlainHTTP refuses, at key, a provider endpoint raw that is http:// to
+// a host off loopback: the token Courier sends it would cross the network
+// in clear text, as a plaintext login would (which the email adapter
+// refuses likewise). Loopback stays allowed: a local fake or proxy, where
+// whoever could read the wire can read the config as well.
+func (k *Checker) NoPlainHTTP(key, raw string) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || LoopbackHost(u.Hostname()) {
+		return
+	}
+	k.Bad(key, "%q is plain http to a host off loopback, so the token would go to %s in clear text: use https (http is for localhost, 127.0.0.0/8 and ::1 only)", raw, u.Hostname())
 }

@@ -50,6 +50,7 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		Logger: log.With("component", "outbound"), Senders: set.Senders(), Dropzone: dz, Observer: metrics,
 		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
+		MaxRecipients: o.MaxRecipients,
 	})
 	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.Health(), set.Waiting()
 	dl := cfg.Courier.Mailbox.DeadLetter

@@ -45,9 +45,9 @@ func NewDeadLetterSink(sink adapters.Sink, dl *mailbox.DeadLetters, secrets []co
 func (s *deadLetterSink) SetAside(ctx context.Context, d adapters.DeadLetter) error {
 	payload := adapters.ScrubPayload(d.Payload)
 	reason, source := d.Reason, d.Source
-	if rp := s.secrets.replacer.Load(); rp != nil {
-		payload = []byte(rp.Replace(string(payload)))
-		reason, source = rp.Replace(reason), rp.Replace(source)
+	if s.secrets.vals.Load() != nil {
+		payload = []byte(s.secrets.redact(string(payload)))
+		reason, source = s.secrets.redact(reason), s.secrets.redact(source)
 	}
 	rel, kept, err := s.dl.Put(ctx, mailbox.RawDeadLetter{Provider: d.Provider, Source: source, Reason: reason, Payload: payload, Ext: d.Ext})
 	if err != nil {

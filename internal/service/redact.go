@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -24,9 +23,8 @@ type Redactor struct {
 }
 
 type secretSet struct {
-	mu       sync.Mutex
-	pairs    []string
-	replacer atomic.Pointer[strings.Replacer]
+	mu   sync.Mutex
+	vals atomic.Pointer[[]string] // a new slice at each Add
 }
 
 // NewRedactor wraps h. Add gives it the secrets once they are known.
@@ -34,28 +32,30 @@ func NewRedactor(h slog.Handler) *Redactor {
 	return &Redactor{next: h, secretSet: &secretSet{}}
 }
 
-// minSecret is the shortest value redacted: shorter ones would blank out
-// ordinary words.
-const minSecret = 6
-
-// Add adds secrets to redact.
+// Add adds secrets to redact. One shorter than confkit.StrongSecretLen is
+// redacted only as a whole token (confkit.Redact), so that a test token
+// "v" does not blank out every v of the log.
 func (s *secretSet) Add(secrets ...confkit.Secret) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var vals []string
+	if p := s.vals.Load(); p != nil {
+		vals = append(vals, *p...)
+	}
 	for _, x := range secrets {
-		if v := x.Reveal(); len(v) >= minSecret {
-			s.pairs = append(s.pairs, v, "[redacted]")
+		if v := x.Reveal(); v != "" {
+			vals = append(vals, v)
 		}
 	}
-	if len(s.pairs) > 0 {
-		s.replacer.Store(strings.NewReplacer(s.pairs...))
+	if len(vals) > 0 {
+		s.vals.Store(&vals)
 	}
 }
 
 // redact returns x without the secrets' values.
 func (s *secretSet) redact(x string) string {
-	if rp := s.replacer.Load(); rp != nil {
-		return rp.Replace(x)
+	if p := s.vals.Load(); p != nil {
+		return confkit.Redact(x, *p...)
 	}
 	return x
 }
@@ -63,33 +63,32 @@ func (s *secretSet) redact(x string) string {
 func (r *Redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.next.Enabled(ctx, l) }
 
 func (r *Redactor) Handle(ctx context.Context, rec slog.Record) error {
-	rp := r.replacer.Load()
-	if rp == nil {
+	if r.vals.Load() == nil {
 		return r.next.Handle(ctx, rec)
 	}
-	out := slog.NewRecord(rec.Time, rec.Level, rp.Replace(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, r.redact(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(rp, a))
+		out.AddAttrs(r.redactAttr(a))
 		return true
 	})
 	return r.next.Handle(ctx, out)
 }
 
-func redactAttr(rp *strings.Replacer, a slog.Attr) slog.Attr {
+func (s *secretSet) redactAttr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, rp.Replace(v.String()))
+		return slog.String(a.Key, s.redact(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		out := make([]any, len(g))
 		for i, x := range g {
-			out[i] = redactAttr(rp, x)
+			out[i] = s.redactAttr(x)
 		}
 		return slog.Group(a.Key, out...)
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, rp.Replace(err.Error()))
+			return slog.String(a.Key, s.redact(err.Error()))
 		}
 	}
 	return a
