@@ -116,3 +116,37 @@ func TestHTTPSessionBoundConcurrent(t *testing.T) {
 		t.Errorf("%d sessions opened at once under max_sessions %d", ok, max)
 	}
 }
+
+// rawRPC posts one JSON-RPC message to /mcp, in session sid if not
+// empty, and returns the answer's session id and body as sent.
+func rawRPC(t *testing.T, url, sid, body string) (string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+// TestResourcesListCacheScope: resources/list, which Courier answers
+// itself, says its cacheScope on the wire as the SDK's own lists do; an
+// empty one ("cacheScope":"") is a result the Python SDK 2.x refuses.
+// The mailbox is the user's own: private.
+func TestResourcesListCacheScope(t *testing.T) {
+	_, url := httpServer(t, 4)
+	sid, _ := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	rawRPC(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, ans := rawRPC(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{}}`)
+	if !strings.Contains(ans, `"cacheScope":"private"`) || !strings.Contains(ans, InboxURI) {
+		t.Errorf("resources/list: %.400s", ans)
+	}
+}
