@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,11 +22,17 @@ import (
 // httpServer serves a workspace's /mcp with at most max sessions.
 func httpServer(t *testing.T, max int) (*Server, string) {
 	t.Helper()
+	return httpServerLog(t, max, nil)
+}
+
+// httpServerLog is httpServer logging to log.
+func httpServerLog(t *testing.T, max int, log *slog.Logger) (*Server, string) {
+	t.Helper()
 	ws, w := newWorkspace(t)
 	s := New(Options{Mailbox: w.mb, Dropzone: w.dz, Backend: &agents.Backend{}, Caller: HTTPCaller})
 	cfg := config.Default(nil).Courier.MCP
 	cfg.AllowAnonymous, cfg.MaxSessions = true, max
-	h, err := NewHTTP(s, ws, cfg, nil)
+	h, err := NewHTTP(s, ws, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +98,12 @@ func TestHTTPSessionBoundCountsOpenSessions(t *testing.T) {
 }
 
 // TestHTTPSessionBoundConcurrent: initializes that arrive together do not
-// all take the last places (counting and taking a place are one step).
+// all take the last places (counting and taking a place are one step):
+// they get in by ending the idlest sessions without a stream, and no
+// more than max are ever open.
 func TestHTTPSessionBoundConcurrent(t *testing.T) {
 	const max = 3
-	_, url := httpServer(t, max)
+	s, url := httpServer(t, max)
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex
@@ -112,8 +121,56 @@ func TestHTTPSessionBoundConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if ok == 0 || ok > max {
-		t.Errorf("%d sessions opened at once under max_sessions %d", ok, max)
+	if ok == 0 {
+		t.Errorf("no session opened under max_sessions %d", max)
+	}
+	if n := initialized(s); n > max {
+		t.Errorf("%d sessions open under max_sessions %d", n, max)
+	}
+}
+
+// initialized counts s's sessions that were initialized.
+func initialized(s *Server) int {
+	n := 0
+	for ss := range s.srv.Sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHTTPSessionBoundEvictsIdlest: one-shot clients (initialize, a call,
+// no DELETE, as the MCP Inspector's --cli) do not lock the others out:
+// past max_sessions the idlest session without a stream is ended, and
+// the log says so; one with its event stream open stays.
+func TestHTTPSessionBoundEvictsIdlest(t *testing.T) {
+	const max = 4
+	var buf testutil.Buffer
+	s, url := httpServerLog(t, max, slog.New(slog.NewTextHandler(&buf, nil)))
+	streamed := mcptest.Connect(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	for i := range max + 5 {
+		sid, ans := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if sid == "" {
+			t.Fatalf("one-shot client %d: no session: %.300s", i, ans)
+		}
+		rawRPC(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if _, ans := rawRPC(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`); !strings.Contains(ans, `"tools"`) {
+			t.Fatalf("one-shot client %d: tools/list: %.300s", i, ans)
+		}
+	}
+	cs := mcptest.Connect(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("a new client after %d one-shot ones: %v", max+5, err)
+	}
+	if _, err := streamed.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("the client with its stream open was ended: %v", err)
+	}
+	if n := initialized(s); n > max {
+		t.Errorf("%d sessions open under max_sessions %d", n, max)
+	}
+	if !strings.Contains(buf.String(), "ended the idlest session") {
+		t.Errorf("no eviction in the log:\n%s", buf.String())
 	}
 }
 
