@@ -207,3 +207,17 @@ func TestResourcesListCacheScope(t *testing.T) {
 		t.Errorf("resources/list: %.400s", ans)
 	}
 }
+
+// TestHTTPProtocolVersion: /mcp speaks up to 2025-11-25, because the
+// go-sdk (v1.8.0) serves 2026-07-28 over streamable HTTP only when
+// stateless, where there are no sessions and no event stream, so the
+// clients of the 2025 protocols could not be told of new mail (README,
+// "Protocol versions"). A client that asks for 2026-07-28 is answered
+// 2025-11-25. When the SDK serves both on one endpoint, this fails.
+func TestHTTPProtocolVersion(t *testing.T) {
+	_, url := httpServer(t, 4)
+	_, ans := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !strings.Contains(ans, `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("initialize at 2026-07-28: %.300s", ans)
+	}
+}
