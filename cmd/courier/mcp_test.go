@@ -168,6 +168,7 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 	}
 
 	mcpBadIDs(t, a)
+	mcpFlagValues(t, a, id)
 	if code := s.Stop(t); code != 0 {
 		t.Errorf("exit %d after SIGTERM with MCP sessions open:\n%s", code, s.Log())
 	}
@@ -195,6 +196,57 @@ func mcpBadIDs(t *testing.T, cs *mcp.ClientSession) {
 	ctx := context.Background()
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.MessageURI + missing}); err == nil {
 		t.Errorf("resources/read of a missing message answered")
+	}
+}
+
+// mcpFlagValues checks that every tool takes an argument that looks like
+// a flag of the CLI's (--help) as a value: refused as a value (not found,
+// not valid) or used as one (a dry run's text and subject), never help
+// text or a flag. id is a message of the mailbox (issue 18, item 10).
+func mcpFlagValues(t *testing.T, cs *mcp.ClientSession, id string) {
+	t.Helper()
+	const missing = "email_00000000000000000000"
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		code int
+		want string
+	}{
+		{"list", map[string]any{"since": "--help"}, exitUsage, `--since "--help"`},
+		{"list", map[string]any{"provider": []string{"--help"}}, exitUsage, `"--help"`},
+		{"list", map[string]any{"status": []string{"--help"}}, exitUsage, `"--help"`},
+		{"list", map[string]any{"cursor": "--help"}, exitUsage, `"--help"`},
+		{"read", map[string]any{"id": "--help"}, exitUsage, `"--help" is not a message id`},
+		{"thread", map[string]any{"key": "--help"}, exitUsage, `"--help"`},
+		{"context", map[string]any{"correlation_id": "--help"}, exitUsage, `"--help"`},
+		{"claim", map[string]any{"id": "--help"}, exitUsage, `"--help" is not a message id`},
+		{"claim", map[string]any{"id": missing, "agent": "--help"}, exitNotFound, missing},
+		{"claim", map[string]any{"id": id, "timeout": "--help"}, exitUsage, `"--help"`},
+		{"done", map[string]any{"id": "--help"}, exitUsage, `"--help" is not a message id`},
+		{"fail", map[string]any{"id": "--help", "reason": "--help"}, exitUsage, `"--help" is not a message id`},
+		{"fail", map[string]any{"id": missing, "reason": "--help", "agent": "--help"}, exitNotFound, missing},
+		{"send", map[string]any{"reply_to": "--help", "text": "hi"}, exitDataErr, "--help"},
+		{"send", map[string]any{"draft": "--help"}, exitDataErr, "front matter missing"},
+		{"send", map[string]any{"reply_to": id, "text": "hi", "provider": "--help", "dry_run": true}, exitDataErr, "--help"},
+		{"send", map[string]any{"reply_to": id, "text": "hi", "account": "--help", "dry_run": true}, exitDataErr, "--help"},
+		{"send", map[string]any{"reply_to": id, "text": "hi", "attach": []string{"--help"}, "dry_run": true}, 0, "--help"},
+		{"send", map[string]any{"to": []string{"--help"}, "subject": "s", "text": "hi", "provider": "email", "dry_run": true}, exitDataErr, "--help"},
+		{"attachment", map[string]any{"id": "--help"}, exitUsage, `"--help" is not a dropzone id`},
+	} {
+		res := mcpCall(t, cs, c.tool, c.args)
+		text := mcpTextOf(res)
+		if !res.IsError || strings.Contains(text, "Usage:") || !strings.Contains(text, c.want) ||
+			(c.code != 0 && !strings.Contains(text, fmt.Sprintf("(exit %d)", c.code))) {
+			t.Errorf("%s %v: want a refusal (exit %d) naming %q, got error=%v %.300q", c.tool, c.args, c.code, c.want, res.IsError, text)
+		}
+	}
+	var l mcpListed
+	if mcpOK(t, cs, "list", map[string]any{"correlation": "--help"}, &l); l.Count != 0 {
+		t.Errorf("list correlation --help: %+v", l)
+	}
+	res := mcpOK(t, cs, "send", map[string]any{"reply_to": id, "text": "--help", "subject": "--version", "correlation": "--all", "dry_run": true}, nil)
+	if text := mcpTextOf(res); !strings.Contains(text, `--help`) || !strings.Contains(text, `--version`) || !strings.Contains(text, `--all`) || strings.Contains(text, "Usage:") {
+		t.Errorf("a dry run of text --help, subject --version, correlation --all: %.500s", text)
 	}
 }
 
@@ -237,6 +289,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("fail = %+v", c)
 	}
 	mcpBadIDs(t, a)
+	mcpFlagValues(t, a, id)
 	// With the service: the same tools, through its socket.
 	s := startServe(t, ws, web)
 	if err := sendMail(recv, "ann@example.com", "agent@corp.example", "q2@example.com", "Disk full", "The disk is full."); err != nil {
