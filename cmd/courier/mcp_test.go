@@ -386,21 +386,7 @@ func TestMCPHTTPGuards(t *testing.T) {
 	// What a client may grow is bounded: its subscriptions (asked over
 	// the 2025-06-18 protocol, where a refusal is the request's answer).
 	rpc := func(sid, body string) (string, string) {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer s3cret-token")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.Header.Get("Mcp-Session-Id"), string(b)
+		return mcptest.Post(t, url, "s3cret-token", sid, "2025-06-18", body)
 	}
 	sid, _ := rpc("", init)
 	rpc(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -174,24 +174,12 @@ func TestHTTPSessionBoundEvictsIdlest(t *testing.T) {
 	}
 }
 
-// rawRPC posts one JSON-RPC message to /mcp, in session sid if not
-// empty, and returns the answer's session id and body as sent.
+// rawRPC posts one JSON-RPC message to /mcp, in session sid (at
+// 2025-11-25) if not empty, and returns the answer's session id and body
+// as sent.
 func rawRPC(t *testing.T, url, sid, body string) (string, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.Header.Get("Mcp-Session-Id"), string(b)
+	return mcptest.Post(t, url, "", sid, "2025-11-25", body)
 }
 
 // TestResourcesListCacheScope: resources/list, which Courier answers
