@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +40,10 @@ type HTTP struct {
 // serving s as courier.mcp (cfg) says. A token file that cannot be read is
 // a fault.Config error naming the key.
 func NewHTTP(s *Server, root string, cfg config.MCP, log *slog.Logger) (*HTTP, error) {
-	h := &HTTP{s: s, bound: sessionBound{max: cfg.MaxSessions}, closed: cfg.TokenFile == "" && !cfg.AllowAnonymous}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &HTTP{s: s, bound: sessionBound{max: cfg.MaxSessions, log: log}, closed: cfg.TokenFile == "" && !cfg.AllowAnonymous}
 	if cfg.TokenFile != "" {
 		path := cfg.TokenFile
 		if !filepath.IsAbs(path) {
@@ -59,6 +60,9 @@ func NewHTTP(s *Server, root string, cfg config.MCP, log *slog.Logger) (*HTTP, e
 		sum := sha256.Sum256(t)
 		h.token = sum[:]
 	}
+	// Stateful: sessions, their event streams and subscriptions. The
+	// go-sdk serves the 2026-07-28 protocol over HTTP only stateless, so
+	// /mcp speaks up to 2025-11-25 (README, "Protocol versions").
 	h.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
 		Logger:              log,
 		SessionTimeout:      cfg.SessionTimeout.D(),
@@ -121,15 +125,19 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.admit(w, r) {
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		defer h.bound.use(id)()
+	} else if r.Method == http.MethodPost {
 		release, n, ok := h.bound.take(h.s.srv.Sessions)
 		if !ok {
 			w.Header().Set("Retry-After", "10")
-			http.Error(w, fmt.Sprintf("mcp: %d sessions are open, the most there may be (courier.mcp.max_sessions)", n), http.StatusServiceUnavailable)
+			http.Error(w, fmt.Sprintf("mcp: %d sessions are open and in use, the most there may be (courier.mcp.max_sessions)", n), http.StatusServiceUnavailable)
 			return
 		}
-		defer release()
-		w = &answering{ResponseWriter: w, release: release}
+		aw := &answering{ResponseWriter: w}
+		aw.release = func() { release(aw.Header().Get("Mcp-Session-Id")) }
+		defer aw.release()
+		w = aw
 	}
 	h.h.ServeHTTP(w, r)
 }
@@ -158,58 +166,6 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// sessionBound is courier.mcp.max_sessions. A session is open once its
-// initialize has been handled (the SDK's session then holds its
-// InitializeParams). A request without a session id (an initialize, or
-// the server/discover a client of the 2026-07-28 protocol sends first)
-// may open one, and holds a place from its admission until the first
-// byte of its answer is written: by then an initialize's session counts
-// as open (the SDK handles the call before it writes the answer), and a
-// client that has the answer and asks again finds the place free.
-//
-// Not counted: a session the SDK holds for a discover, or for an
-// initialize that failed, which it closes a moment after answering (the
-// client has the answer before that session is gone). Counted, it made
-// the bound refuse the initialize a go-sdk client sends right after its
-// discover (TestMCPHTTPGuards, now and then under load). Counting and
-// taking a place happen under one lock, so requests that arrive together
-// cannot all take the last place.
-type sessionBound struct {
-	max     int // 0: no bound
-	mu      sync.Mutex
-	pending int // requests without a session admitted and not yet answered
-}
-
-// take takes a place for a request without a session id, given the
-// server's sessions; release gives it back (call it once the answer is
-// started, or the request ends). When there is no place, ok is false and
-// n says how many are taken.
-func (b *sessionBound) take(sessions func() iter.Seq[*mcp.ServerSession]) (release func(), n int, ok bool) {
-	if b.max <= 0 {
-		return func() {}, 0, true
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n = b.pending
-	for ss := range sessions() {
-		if ss.InitializeParams() != nil {
-			n++
-		}
-	}
-	if n >= b.max {
-		return nil, n, false
-	}
-	b.pending++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			b.pending--
-			b.mu.Unlock()
-		})
-	}, n, true
 }
 
 // answering calls release before the first byte of the answer is written

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,11 +22,17 @@ import (
 // httpServer serves a workspace's /mcp with at most max sessions.
 func httpServer(t *testing.T, max int) (*Server, string) {
 	t.Helper()
+	return httpServerLog(t, max, nil)
+}
+
+// httpServerLog is httpServer logging to log.
+func httpServerLog(t *testing.T, max int, log *slog.Logger) (*Server, string) {
+	t.Helper()
 	ws, w := newWorkspace(t)
 	s := New(Options{Mailbox: w.mb, Dropzone: w.dz, Backend: &agents.Backend{}, Caller: HTTPCaller})
 	cfg := config.Default(nil).Courier.MCP
 	cfg.AllowAnonymous, cfg.MaxSessions = true, max
-	h, err := NewHTTP(s, ws, cfg, nil)
+	h, err := NewHTTP(s, ws, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +98,12 @@ func TestHTTPSessionBoundCountsOpenSessions(t *testing.T) {
 }
 
 // TestHTTPSessionBoundConcurrent: initializes that arrive together do not
-// all take the last places (counting and taking a place are one step).
+// all take the last places (counting and taking a place are one step):
+// they get in by ending the idlest sessions without a stream, and no
+// more than max are ever open.
 func TestHTTPSessionBoundConcurrent(t *testing.T) {
 	const max = 3
-	_, url := httpServer(t, max)
+	s, url := httpServer(t, max)
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex
@@ -112,7 +121,91 @@ func TestHTTPSessionBoundConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if ok == 0 || ok > max {
-		t.Errorf("%d sessions opened at once under max_sessions %d", ok, max)
+	if ok == 0 {
+		t.Errorf("no session opened under max_sessions %d", max)
+	}
+	if n := initialized(s); n > max {
+		t.Errorf("%d sessions open under max_sessions %d", n, max)
+	}
+}
+
+// initialized counts s's sessions that were initialized.
+func initialized(s *Server) int {
+	n := 0
+	for ss := range s.srv.Sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHTTPSessionBoundEvictsIdlest: one-shot clients (initialize, a call,
+// no DELETE, as the MCP Inspector's --cli) do not lock the others out:
+// past max_sessions the idlest session without a stream is ended, and
+// the log says so; one with its event stream open stays.
+func TestHTTPSessionBoundEvictsIdlest(t *testing.T) {
+	const max = 4
+	var buf testutil.Buffer
+	s, url := httpServerLog(t, max, slog.New(slog.NewTextHandler(&buf, nil)))
+	streamed := mcptest.Connect(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	for i := range max + 5 {
+		sid, ans := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if sid == "" {
+			t.Fatalf("one-shot client %d: no session: %.300s", i, ans)
+		}
+		rawRPC(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if _, ans := rawRPC(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`); !strings.Contains(ans, `"tools"`) {
+			t.Fatalf("one-shot client %d: tools/list: %.300s", i, ans)
+		}
+	}
+	cs := mcptest.Connect(t, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("a new client after %d one-shot ones: %v", max+5, err)
+	}
+	if _, err := streamed.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("the client with its stream open was ended: %v", err)
+	}
+	if n := initialized(s); n > max {
+		t.Errorf("%d sessions open under max_sessions %d", n, max)
+	}
+	if !strings.Contains(buf.String(), "ended the idlest session") {
+		t.Errorf("no eviction in the log:\n%s", buf.String())
+	}
+}
+
+// rawRPC posts one JSON-RPC message to /mcp, in session sid (at
+// 2025-11-25) if not empty, and returns the answer's session id and body
+// as sent.
+func rawRPC(t *testing.T, url, sid, body string) (string, string) {
+	t.Helper()
+	return mcptest.Post(t, url, "", sid, "2025-11-25", body)
+}
+
+// TestResourcesListCacheScope: resources/list, which Courier answers
+// itself, says its cacheScope on the wire as the SDK's own lists do; an
+// empty one ("cacheScope":"") is a result the Python SDK 2.x refuses.
+// The mailbox is the user's own: private.
+func TestResourcesListCacheScope(t *testing.T) {
+	_, url := httpServer(t, 4)
+	sid, _ := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	rawRPC(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, ans := rawRPC(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{}}`)
+	if !strings.Contains(ans, `"cacheScope":"private"`) || !strings.Contains(ans, InboxURI) {
+		t.Errorf("resources/list: %.400s", ans)
+	}
+}
+
+// TestHTTPProtocolVersion: /mcp speaks up to 2025-11-25, because the
+// go-sdk (v1.8.0) serves 2026-07-28 over streamable HTTP only when
+// stateless, where there are no sessions and no event stream, so the
+// clients of the 2025 protocols could not be told of new mail (README,
+// "Protocol versions"). A client that asks for 2026-07-28 is answered
+// 2025-11-25. When the SDK serves both on one endpoint, this fails.
+func TestHTTPProtocolVersion(t *testing.T) {
+	_, url := httpServer(t, 4)
+	_, ans := rawRPC(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !strings.Contains(ans, `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("initialize at 2026-07-28: %.300s", ans)
 	}
 }

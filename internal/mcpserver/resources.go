@@ -83,7 +83,10 @@ func (s *Server) readMessage(ctx context.Context, req *mcp.ReadResourceRequest) 
 }
 
 // listResources answers resources/list: the inbox resource, then the
-// inbox's messages, pageSize a page. The cursor is the offset.
+// inbox's messages, pageSize a page. The cursor is the offset. Answered
+// here, the result misses the SDK's step that fills its cacheScope, sent
+// even when empty ("cacheScope":"", which the Python SDK 2.x refuses):
+// it is the user's mail, so private.
 func (s *Server) listResources(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
 	off := 0
 	if cursor != "" {
@@ -93,7 +96,7 @@ func (s *Server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 		}
 		off = n
 	}
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	if off == 0 {
 		res.Resources = append(res.Resources, s.inboxResource())
 	}

@@ -80,6 +80,9 @@ const (
 	// MaxSubscriptions bounds a session's subscriptions: the SDK keeps
 	// each URI a client names.
 	MaxSubscriptions = 256
+	// subscribedPoll is how often the journal is read, at the least,
+	// while a session subscribes to the inbox.
+	subscribedPoll = 100 * time.Millisecond
 )
 
 // Options configure a Server. Writes go one of two ways: Local (stdio:
@@ -243,7 +246,7 @@ func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) err
 // beside), read as `courier watch` reads it. A burst is one notification.
 // A journal that cannot be read is logged: new mail is then not notified.
 func (s *Server) Watch(ctx context.Context) {
-	wake, stop := s.mb.Waker(ctx)
+	wake, stop := s.mb.WakerEvery(ctx, s.pollEvery)
 	cursor, _, err := s.mb.LastEvent(ctx)
 	if err != nil {
 		stop()
@@ -265,6 +268,21 @@ func (s *Server) Watch(ctx context.Context) {
 			}
 		}
 	}()
+}
+
+// pollEvery is how often Watch reads the journal when nothing woke it:
+// every subscribedPoll while a session subscribes to the inbox (someone
+// waits to hear of new mail the moment it lands, and a wake-up can be
+// missed), else every mailbox.WakerPoll.
+func (s *Server) pollEvery() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.subs {
+		if m[InboxURI] {
+			return subscribedPoll
+		}
+	}
+	return mailbox.WakerPoll
 }
 
 // arrivals reads the journal after cursor: whether an inbound message

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +93,29 @@ type Listed struct {
 	} `json:"messages"`
 	Count     int  `json:"count"`
 	Truncated bool `json:"truncated"`
+}
+
+// Post posts one JSON-RPC message to a streamable HTTP endpoint, as a
+// client without the SDK does: in session sid at protocol version if sid
+// is not empty, with the bearer token if not empty. It returns the
+// answer's session id and its body as sent (JSON, or an event stream).
+func Post(t testing.TB, url, token, sid, version, body string) (string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Header.Get("Mcp-Session-Id"), string(b)
 }
