@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -217,7 +218,34 @@ func (a *Adapter) fileURL(f file) (*url.URL, error) {
 		// the workspace.
 		return nil, skip("file URL is on %s, which is not Slack's: not fetched", hostOf(u))
 	}
+	if !filePath(u) {
+		// On Slack's host, the token opens every API method: a
+		// url_private naming one (chat.postMessage?channel=...) would
+		// make the download a call.
+		return nil, skip("file URL is not a path Slack serves files at (/files-pri/, /files-tmb/): not fetched")
+	}
 	return u, nil
+}
+
+// filePaths are the paths Slack serves files at, with the bot token: the
+// file itself and its thumbnails (the fakes serve them alike).
+var filePaths = []string{"/files-pri/", "/files-tmb/"}
+
+// filePath reports whether u names a file where Slack serves them: one of
+// filePaths, without a dot segment or an empty one, which a server could
+// resolve to somewhere else (/files-pri/../api/chat.postMessage), nor an
+// escaped slash, dot or backslash that a server might decode first.
+func filePath(u *url.URL) bool {
+	p := strings.ToLower(u.EscapedPath())
+	if strings.Contains(p, "%2e") || strings.Contains(p, "%2f") || strings.Contains(p, "%5c") || path.Clean(u.Path) != u.Path {
+		return false
+	}
+	for _, prefix := range filePaths {
+		if strings.HasPrefix(u.Path, prefix) && len(u.Path) > len(prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // download asks for a file with the bot token and returns the answer when

@@ -79,14 +79,14 @@ func newRecorder(t *testing.T, h http.HandlerFunc) *recorder {
 }
 
 // front is the api_url host of a test: a proxy to the fake's Web API and
-// its files, plus routes of the test's own at /custom/ (a redirect, a
+// its files, plus routes of the test's own at /files-pri/custom/ (a redirect, a
 // flaky file, an HTML page), so that they are on a host that may receive
 // the token.
 func front(t *testing.T, s *slackfake.Server, custom http.HandlerFunc) *httptest.Server {
 	target, _ := url.Parse(s.URL())
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/custom/") {
+		if strings.HasPrefix(r.URL.Path, "/files-pri/custom/") {
 			if r.Header.Get("Authorization") != "Bearer "+s.Options().BotToken {
 				http.Error(w, "no token", http.StatusUnauthorized)
 				return
@@ -172,7 +172,7 @@ func TestFileRedirectToForeignHost(t *testing.T) {
 		http.Redirect(w, r, evil.URL+"/stolen.png", http.StatusFound)
 	})
 	a := newTestAdapter(t, s, func(o *Options) { o.Config.APIURL = fr.URL + "/api/" })
-	ev, err := a.normalize(context.Background(), fileEvent("EvRD", "1700007100.000001", fr.URL+"/custom/x.png", "image/png", 19))
+	ev, err := a.normalize(context.Background(), fileEvent("EvRD", "1700007100.000001", fr.URL+"/files-pri/custom/x.png", "image/png", 19))
 	if err != nil || ev == nil {
 		t.Fatalf("%+v, %v", ev, err)
 	}
@@ -236,16 +236,16 @@ func TestFileHTMLPage(t *testing.T) {
 	page := "<!DOCTYPE html><html><head><title>Sign in | Slack</title></head><body>sign in</body></html>"
 	fr := front(t, s, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/custom/typed.png": // labelled as HTML
+		case "/files-pri/custom/typed.png": // labelled as HTML
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		case "/custom/sniffed.png": // labelled as the file, but a page
+		case "/files-pri/custom/sniffed.png": // labelled as the file, but a page
 			w.Header().Set("Content-Type", "image/png")
 		}
 		w.Write([]byte(page))
 	})
 	for _, tc := range []struct{ name, url string }{
-		{"Content-Type text/html", fr.URL + "/custom/typed.png"},
-		{"content starts like HTML", fr.URL + "/custom/sniffed.png"},
+		{"Content-Type text/html", fr.URL + "/files-pri/custom/typed.png"},
+		{"content starts like HTML", fr.URL + "/files-pri/custom/sniffed.png"},
 		// The fake's own answer to a request it does not authorise:
 		// a redirect to its sign-in page, answered 200.
 		{"sign-in redirect", s.URL() + "/files-pri/T0FAKE-F0NOTOKEN1/download/x.png?redir"},
@@ -317,24 +317,24 @@ func TestFileFailures(t *testing.T) {
 	var fail atomic.Int64
 	fr := front(t, s, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/custom/flaky.png":
+		case "/files-pri/custom/flaky.png":
 			if fail.Add(-1) >= 0 {
 				http.Error(w, "busy", http.StatusServiceUnavailable)
 				return
 			}
-		case "/custom/limited.png":
+		case "/files-pri/custom/limited.png":
 			if fail.Add(-1) >= 0 {
 				w.Header().Set("Retry-After", "1")
 				w.WriteHeader(http.StatusTooManyRequests)
 				return
 			}
-		case "/custom/cut.png":
+		case "/files-pri/custom/cut.png":
 			if fail.Add(-1) >= 0 {
 				w.Header().Set("Content-Length", "1000")
 				w.Write([]byte(pngBytes)) // then the handler returns: the body is cut short
 				return
 			}
-		case "/custom/gone.png":
+		case "/files-pri/custom/gone.png":
 			http.NotFound(w, r)
 			return
 		}
@@ -345,7 +345,7 @@ func TestFileFailures(t *testing.T) {
 	for i, path := range []string{"flaky", "limited", "cut"} {
 		t.Run(path, func(t *testing.T) {
 			fail.Store(1)
-			ev := fileEvent("EvF", fmt.Sprintf("1700007400.00000%d", i), fr.URL+"/custom/"+path+".png", "image/png", 19)
+			ev := fileEvent("EvF", fmt.Sprintf("1700007400.00000%d", i), fr.URL+"/files-pri/custom/"+path+".png", "image/png", 19)
 			got, err := a.normalize(context.Background(), ev)
 			if err == nil || got != nil || !adapters.IsTemporary(err) {
 				t.Fatalf("first try: %+v, %v; want a temporary error", got, err)
@@ -360,7 +360,7 @@ func TestFileFailures(t *testing.T) {
 		})
 	}
 	t.Run("404", func(t *testing.T) {
-		got, err := a.normalize(context.Background(), fileEvent("EvG", "1700007500.000001", fr.URL+"/custom/gone.png", "image/png", 19))
+		got, err := a.normalize(context.Background(), fileEvent("EvG", "1700007500.000001", fr.URL+"/files-pri/custom/gone.png", "image/png", 19))
 		if err != nil || got == nil || len(got.Message.Artifacts) != 0 || !strings.Contains(got.Message.Body, "404") {
 			t.Fatalf("%+v, %v; want the message without the file, saying why", got, err)
 		}
@@ -370,7 +370,7 @@ func TestFileFailures(t *testing.T) {
 		// The event's size says so, or lies (0): either way the
 		// file is not stored, and nothing of it stays in the dropzone.
 		for i, size := range []int{19, 0} {
-			got, err := small.normalize(context.Background(), fileEvent("EvL", fmt.Sprintf("1700007600.00000%d", i), fr.URL+"/custom/ok.png", "image/png", size))
+			got, err := small.normalize(context.Background(), fileEvent("EvL", fmt.Sprintf("1700007600.00000%d", i), fr.URL+"/files-pri/custom/ok.png", "image/png", size))
 			if err != nil || got == nil || len(got.Message.Artifacts) != 0 {
 				t.Fatalf("size %d: %+v, %v", size, got, err)
 			}
@@ -386,7 +386,7 @@ func TestFileFailures(t *testing.T) {
 		var files []map[string]any
 		for i := 0; i < maxFiles+5; i++ {
 			files = append(files, map[string]any{"id": fmt.Sprintf("F%09d", i), "name": fmt.Sprintf("f%d.png", i), "mimetype": "image/png",
-				"url_private": fmt.Sprintf("%s/custom/ok%d.png", fr.URL, i)})
+				"url_private": fmt.Sprintf("%s/files-pri/custom/ok%d.png", fr.URL, i)})
 		}
 		inner, _ := json.Marshal(map[string]any{"type": "message", "subtype": "file_share", "channel": "C0GEN0001", "user": "U0ANN0001",
 			"text": "many", "ts": "1700007700.000001", "files": files})
@@ -434,5 +434,33 @@ func TestFileFake(t *testing.T) {
 	}
 	if n := s.Calls(slackfake.FileDownload); n < 3 {
 		t.Errorf("%d downloads, want the three tries", n)
+	}
+}
+
+// TestFileNeverAnAPICall: a url_private on Slack's own host that names an
+// API method (or reaches one through a dot segment or an escaped slash) is
+// not fetched: with the bot token, the download would be the call, here a
+// post to CPWNED, and its JSON answer stored as the attachment.
+func TestFileNeverAnAPICall(t *testing.T) {
+	s := workspace(t)
+	a := newTestAdapter(t, s, nil)
+	api := s.APIURL()
+	for i, u := range []string{
+		api + "chat.postMessage?channel=CPWNED&text=pwned",
+		s.URL() + "/files-pri/../api/chat.postMessage?channel=CPWNED&text=pwned",
+		s.URL() + "/files-pri/%2e%2e/api/chat.postMessage?channel=CPWNED&text=pwned",
+		s.URL() + "/files-pri%2f..%2fapi/chat.postMessage?channel=CPWNED&text=pwned",
+		s.URL() + "/files-pri/",
+	} {
+		ev, err := a.normalize(context.Background(), fileEvent(fmt.Sprintf("EvP%d", i), fmt.Sprintf("1700007100.00000%d", i), u, "image/png", 19))
+		if err != nil || ev == nil {
+			t.Fatalf("%s: %+v, %v", u, ev, err)
+		}
+		if m := ev.Message; len(m.Artifacts) != 0 || m.Metadata.Extra.Other["files_not_stored"] == nil {
+			t.Errorf("%s: artifacts %+v, extra %v: want the file left out, saying why", u, m.Artifacts, m.Metadata.Extra.Other)
+		}
+	}
+	if n := s.Calls("chat.postMessage"); n != 0 {
+		t.Errorf("chat.postMessage was called %d times through a file download", n)
 	}
 }
