@@ -18,7 +18,7 @@ import (
 // receiver, Return-Path over IMAP) is not aligned with the From domain now
 // inherits nothing, and its file says why in metadata.extra.auth.
 
-// queueSentTo puts one of our drafts in the mailbox, as sent to alice with
+// queueSentToAlice puts one of our drafts in the mailbox, as sent to alice with
 // Message-ID <sent-1@courier.test> and tied to incident_7.
 func queueSentToAlice(t *testing.T, ws *workspace) {
 	t.Helper()
@@ -108,14 +108,7 @@ func TestSpoofedParticipantOverIMAP(t *testing.T) {
 	for i, c := range cases {
 		srv.append(t, "INBOX", imapSpoofMail(c), testutil.Time("2026-02-06T18:00:00Z").Add(time.Duration(i)*time.Minute))
 	}
-	src := srv.source(t, ws, IMAPOptions{Verifier: authVerifier(newTestDNS())})
-	if err := src.SyncOnce(context.Background(), ws.pipe); err != nil {
-		t.Fatal(err)
-	}
-	ms := ws.messages(t)
-	for _, c := range cases {
-		checkSpoofCase(t, ms, c)
-	}
+	syncSpoofCases(t, ws, srv.source(t, ws, IMAPOptions{Verifier: authVerifier(newTestDNS())}), cases)
 }
 
 // The same from a real Dovecot.
@@ -128,7 +121,12 @@ func TestSpoofedParticipantDovecot(t *testing.T) {
 	for _, c := range cases {
 		d.Deliver(t, "INBOX", imapSpoofMail(c))
 	}
-	src := dovecotSource(d, ws, IMAPOptions{Verifier: authVerifier(newTestDNS())})
+	syncSpoofCases(t, ws, dovecotSource(d, ws, IMAPOptions{Verifier: authVerifier(newTestDNS())}), cases)
+}
+
+// syncSpoofCases syncs src once into ws and checks each case's file.
+func syncSpoofCases(t *testing.T, ws *workspace, src *IMAPSource, cases []spoofCase) {
+	t.Helper()
 	if err := src.SyncOnce(context.Background(), ws.pipe); err != nil {
 		t.Fatal(err)
 	}
