@@ -41,6 +41,12 @@ type Event struct {
 	// stranger cannot steer an agent's task by replying to it. Chat
 	// providers leave it false: the platform authenticates their senders.
 	UnverifiedSender bool
+	// SenderNotAligned, with UnverifiedSender, says why the sender may not
+	// inherit a correlation id at all, not even from a message its From
+	// took part in: nothing backs the From (email: the envelope sender is
+	// not aligned with the From domain, or is unknown). A message refused
+	// an id for it gets this reason in metadata.extra.auth.correlation.
+	SenderNotAligned string
 	// ThreadCorrelation marks a message that answers its thread as a
 	// whole (chat threads: a Slack or Lark reply names the thread, not the
 	// message it answers). When neither its parent nor its root carries a

@@ -50,7 +50,7 @@ func (p *Pipeline) enrich(ctx context.Context, m *schema.Message, ev adapters.Ev
 		}
 	}
 	if m.CorrelationID == "" {
-		if err := p.inheritCorrelation(ctx, m, targets, ev.UnverifiedSender, local); err != nil {
+		if err := p.inheritCorrelation(ctx, m, targets, ev, local); err != nil {
 			return err
 		}
 	}
@@ -100,8 +100,8 @@ func (p *Pipeline) joinKnownThread(ctx context.Context, m *schema.Message, local
 // inheritCorrelation gives m the correlation id of the first of targets
 // (the messages it answers, edits, recalls or starts from) that carries
 // one; from an unverified sender, only of a message the sender took part
-// in.
-func (p *Pipeline) inheritCorrelation(ctx context.Context, m *schema.Message, targets []string, unverified bool, local map[string]*schema.Message) error {
+// in, and never when nothing backs its From (Event.SenderNotAligned).
+func (p *Pipeline) inheritCorrelation(ctx context.Context, m *schema.Message, targets []string, ev adapters.Event, local map[string]*schema.Message) error {
 	for _, t := range targets {
 		r, err := p.lookup(ctx, t, local)
 		if err != nil {
@@ -110,7 +110,14 @@ func (p *Pipeline) inheritCorrelation(ctx context.Context, m *schema.Message, ta
 		if r == nil || r.correlation == "" {
 			continue
 		}
-		if unverified {
+		if ev.UnverifiedSender && ev.SenderNotAligned != "" {
+			p.log.Info("correlation id not inherited: "+ev.SenderNotAligned, "id", m.ID, "from", m.Participants.From.ID, "parent", t)
+			if a := m.Metadata.Extra.Auth; a != nil {
+				a.Correlation = "not inherited from " + t + ": " + ev.SenderNotAligned
+			}
+			return nil
+		}
+		if ev.UnverifiedSender {
 			ok, err := p.tookPart(ctx, m.Participants.From, t, local)
 			if err != nil {
 				return err

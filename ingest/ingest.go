@@ -18,8 +18,9 @@
 //     message that answers, edits or recalls a message carrying a
 //     correlation id, or one Courier sent, inherits that correlation id,
 //     unless its event is marked UnverifiedSender and its sender is not
-//     among that message's participants (From, To, Cc, Bcc): a forged
-//     From must not attach a stranger's mail to an agent's task.
+//     among that message's participants (From, To, Cc, Bcc), or is marked
+//     SenderNotAligned (the reason goes to metadata.extra.auth.correlation):
+//     a forged From must not attach a stranger's mail to an agent's task.
 //   - Debounce. Events marked Debounce with the same provider, session,
 //     thread and sender within Window merge into one file, flushed at most
 //     MaxWait after the first; the merged ids go to metadata.extra.merged_ids.

@@ -94,3 +94,49 @@ func noSender(m *schema.Message) *schema.Message {
 	m.Participants.From = schema.Participant{ID: "unknown", Name: "(no sender)"}
 	return m
 }
+
+// Issue 18, item 12: an unverified sender whose envelope does not back its
+// From (Event.SenderNotAligned) inherits nothing, even from a message the
+// From's address took part in, and its file's auth block says why; one
+// whose envelope does still inherits from a message it took part in.
+func TestSenderNotAlignedCorrelation(t *testing.T) {
+	root := setup(t)
+	mb := open(t, root, nil)
+	p := start(t, mb, nil)
+	at := testutil.Time("2026-02-06T20:00:00Z")
+	parent := testutil.Message(schema.Email, "00000000000000000001", at, "the disk is full")
+	parent.CorrelationID = "incident_7"
+	if err := p.Deliver(ctx, adapters.Event{Message: parent}); err != nil {
+		t.Fatal(err)
+	}
+	sender := parent.Participants.From.Email
+	reason := "the sender is not verified and the envelope sender's domain evil.test (MAIL FROM) is not aligned with the From domain example.com"
+	for _, c := range []struct {
+		uid, notAligned, want string
+	}{
+		{"00000000000000000010", reason, ""},
+		{"00000000000000000011", "", "incident_7"},
+	} {
+		m := testutil.Message(schema.Email, c.uid, at.Add(time.Hour), "reply")
+		m.Participants.From = schema.Participant{ID: sender, Name: sender, Email: sender}
+		m.ReplyTo = schema.NullString(parent.ID)
+		m.Metadata.Extra.Auth = &schema.Auth{FromDomain: "example.com", DKIM: "none"}
+		if err := p.Deliver(ctx, adapters.Event{Message: m, UnverifiedSender: true, SenderNotAligned: c.notAligned}); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := mb.Message(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.CorrelationID) != c.want {
+			t.Errorf("not aligned %q: correlation_id %q, want %q", c.notAligned, got.CorrelationID, c.want)
+		}
+		wantAuth := ""
+		if c.notAligned != "" {
+			wantAuth = "not inherited from " + parent.ID + ": " + reason
+		}
+		if a := got.Metadata.Extra.Auth; a == nil || a.Correlation != wantAuth {
+			t.Errorf("not aligned %q: auth %+v, want correlation %q", c.notAligned, a, wantAuth)
+		}
+	}
+}

@@ -51,6 +51,15 @@ type Auth struct {
 	// IMAP has no envelope of ours. They are header fields, not checked.
 	ReturnPath  string   `yaml:"return_path,omitempty" json:"return_path,omitempty"`
 	DeliveredTo []string `yaml:"delivered_to,omitempty" json:"delivered_to,omitempty"`
+
+	// Correlation says why the message did not inherit the correlation id
+	// of the message it answers, when the reason is its sender: it is not
+	// verified and its envelope sender (MAIL FROM at the receiver, the
+	// Return-Path over IMAP) is not aligned with the From domain, or is
+	// unknown or null, so the From may name someone who did not send it.
+	// Such a sender inherits nothing, even from a message the From's
+	// address took part in. Empty when no correlation id was refused so.
+	Correlation string `yaml:"correlation,omitempty" json:"correlation,omitempty"`
 }
 
 // DKIMSignature is Courier's verification of one DKIM-Signature.

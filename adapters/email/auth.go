@@ -359,6 +359,45 @@ func verdict(a *schema.Auth) (bool, string) {
 	return false, ""
 }
 
+// senderNotAligned says why an unverified sender must not inherit a
+// correlation id (adapters.Event.SenderNotAligned), "" when its envelope
+// sender backs the From: the envelope sender's domain is aligned with the
+// From domain (the same organisational domain). The envelope sender is
+// MAIL FROM at the receiver and the Return-Path over IMAP (the delivering
+// MTA wrote it from its MAIL FROM). Neither is checked here, but a forger
+// who writes a participant's From must then also give that domain as the
+// reverse path, where bounces and SPF checks go.
+//
+// An unknown or null envelope sender is not aligned: a mail fetched over
+// IMAP with no Return-Path, or sent with MAIL FROM:<> (as bounces and
+// auto-replies are), backs no From. Anyone can send with <>, so taking it
+// as aligned would open the attack again to whoever writes it; a genuine
+// bounce still reaches the agent, only without the thread's correlation.
+func senderNotAligned(a *schema.Auth) string {
+	const prefix = "the sender is not verified and "
+	if a == nil {
+		return ""
+	}
+	if a.FromDomain == "" {
+		return prefix + "the From field has no single address for the envelope sender to align with"
+	}
+	what, sender := "Return-Path", a.ReturnPath
+	if a.Envelope != nil {
+		what, sender = "MAIL FROM", a.Envelope.MailFrom
+	}
+	if sender == "" {
+		if a.Envelope != nil {
+			return prefix + "the envelope sender is null (MAIL FROM:<>): it aligns with no From domain (" + a.FromDomain + ")"
+		}
+		return prefix + "it has no Return-Path, or a null one (<>): with no envelope sender, nothing aligns with the From domain " + a.FromDomain
+	}
+	d := asciiDomain(addrDomain(sender))
+	if aligned(d, a.FromDomain) {
+		return ""
+	}
+	return prefix + "the envelope sender's domain " + authText(d) + " (" + what + ") is not aligned with the From domain " + a.FromDomain
+}
+
 // envelope records the receiver's envelope and the Return-Path and
 // Delivered-To header fields.
 func (b *builder) envelope(a *schema.Auth, env *schema.Envelope) {

@@ -74,6 +74,9 @@ func (b *bodyHash) digest() string {
 // identical one, and its sender is unverified unless v verified it.
 func event(m *schema.Message, v *Verifier, window time.Duration) adapters.Event {
 	ev := adapters.Event{Message: m, JoinKnownThread: true, UnverifiedSender: v.UnverifiedSender(m)}
+	if ev.UnverifiedSender {
+		ev.SenderNotAligned = senderNotAligned(m.Metadata.Extra.Auth)
+	}
 	base := m.ID
 	rule := &adapters.Content{Derive: func(salt string) string { return threading.DerivedID(base, salt) }}
 	if m.Metadata.Extra.SyntheticID {

@@ -108,6 +108,12 @@
 // An unverified sender is not personal_eligible, and its event is marked
 // adapters.Event.UnverifiedSender, so that it inherits a correlation id
 // only from a message it took part in; trust_unverified turns both off.
+// The From is all "took part" can read, and a forger writes it, so an
+// unverified sender inherits nothing at all unless its envelope sender
+// (MAIL FROM at the receiver, Return-Path over IMAP) is aligned with the
+// From domain as above; an unknown or null (<>) envelope sender is not
+// (Event.SenderNotAligned). auth.correlation then says why the message
+// did not inherit.
 //
 // # MIME
 //

@@ -178,6 +178,13 @@ func (a *app) listCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List messages (by default those still in the inbox: new, claimed, failed)",
+		Long: `List messages (by default those still in the inbox: new, claimed, failed),
+first in time first.
+
+On a terminal, list shows the newest 50 (--limit N: the newest N) and a
+last line saying how many more there are; --all (done and dead messages
+too) or --limit 0 lists every one. Written to a pipe or a file, and with
+--format json, it lists every message (--limit N: the first N).`,
 		Example: `  courier list
   courier list --provider lark --status new --format id | courier claim -
   courier list --all --since 2h --format json
@@ -201,6 +208,9 @@ func (a *app) listCommand() *cobra.Command {
 				return mailview.WriteJSON(cmd.Context(), mb, f, a.stdout)
 			}
 			ew := newEntryWriter(a.stdout, format)
+			if n, ok := terminalView(cmd, a.stdout, format, all, limit); ok {
+				return listNewest(cmd.Context(), mb, f, n, ew, a.stdout)
+			}
 			if err := mb.List(cmd.Context(), f, ew.write); err != nil {
 				return err
 			}
@@ -215,9 +225,73 @@ func (a *app) listCommand() *cobra.Command {
 	fl.StringVar(&since, "since", "", "only messages since a time: 2h, 30m, 7d, or 2026-02-06")
 	fl.BoolVar(&today, "today", false, "only messages since midnight")
 	fl.StringVar(&corr, "correlation", "", "only messages with this correlation id")
-	fl.IntVar(&limit, "limit", 0, "at most this many")
+	fl.IntVar(&limit, "limit", 0, "at most this many, the first in time; on a terminal without --all, the newest (default 50 there; 0 for all)")
 	fl.StringVar(&format, "format", "table", "table, json, compact (id | from | preview) or id")
 	return c
+}
+
+// terminalLimit is how many messages list shows on a terminal when
+// neither --all nor --limit says: the newest.
+const terminalLimit = 50
+
+// ttyWriter is an output that says itself whether it is a terminal (tests
+// give one to take the terminal's path).
+type ttyWriter interface{ IsTerminal() bool }
+
+// terminalView says how many of the newest entries list shows, when its
+// output is a terminal a person reads (not JSON, not --all, no --limit 0:
+// a person cannot read 100,000 rows); ok is false otherwise, and every
+// entry the filter selects is listed, first in time first, as before.
+func terminalView(c *cobra.Command, out io.Writer, format string, all bool, limit int) (n int, ok bool) {
+	tty := isTerminal(out)
+	if t, is := out.(ttyWriter); is {
+		tty = t.IsTerminal()
+	}
+	switch {
+	case format == "json" || all || !tty:
+		return 0, false
+	case !c.Flags().Changed("limit"):
+		return terminalLimit, true
+	}
+	return limit, limit > 0
+}
+
+// listNewest lists the newest n entries f selects (in time order, as
+// every listing), then a footer counting those it left out. It keeps only
+// n entries in memory whatever the mailbox holds.
+func listNewest(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, n int, ew *entryWriter, out io.Writer) error {
+	f.Limit = 0
+	ring := make([]*mailbox.Entry, 0, min(n, 1024))
+	total := 0
+	err := mb.List(ctx, f, func(e *mailbox.Entry) error {
+		if len(ring) < n {
+			ring = append(ring, e)
+		} else {
+			ring[total%n] = e
+		}
+		total++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	start := 0
+	if total > n {
+		start = total % n // the oldest kept
+	}
+	for i := range ring {
+		if err := ew.write(ring[(start+i)%len(ring)]); err != nil {
+			return err
+		}
+	}
+	if err := ew.close(); err != nil {
+		return err
+	}
+	if more := total - len(ring); more > 0 {
+		_, err := fmt.Fprintf(out, "%d more: --all\n", more)
+		return err
+	}
+	return nil
 }
 
 func (a *app) threadCommand() *cobra.Command {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -151,19 +150,4 @@ func (a *app) reindexCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&format, "format", "text", "text or json")
 	return c
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, args []string) {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(a.stdout, "courier %s (protocol %s)\n", v, schema.ProtocolVersion)
-		},
-	}
 }

@@ -3,11 +3,11 @@ package service
 import (
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
+	"github.com/monoco/courier/internal/buildinfo"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/mailbox"
@@ -16,14 +16,9 @@ import (
 	"github.com/monoco/courier/schema"
 )
 
-// Version is the version of the running binary, "(devel)" for a build
-// without one.
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// Version is the version of the running binary (buildinfo.Version),
+// "(devel)" for a build without one.
+func Version() string { return buildinfo.Version() }
 
 // Assemble makes the service of the providers: the ingest pipeline, the
 // outbound engine over their Senders, the notify hooks, the HTTP handler
