@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,5 +220,48 @@ func TestDocsSelfContained(t *testing.T) {
 				t.Errorf("%s:%d: %q cites what is not in the repository: %s", filepath.Base(f), i+1, m, l)
 			}
 		}
+	}
+}
+
+// TestDocsMCPConfigs: every MCP client config of the docs is whole JSON
+// under mcpServers, and each server it spawns names the workspace
+// (--root) and the agent (--agent or COURIER_AGENT): spawned from a
+// client's folder without --root, `courier mcp` found no mailbox and the
+// client said "server disconnected".
+func TestDocsMCPConfigs(t *testing.T) {
+	n := 0
+	for _, f := range docFiles(t) {
+		for _, b := range fencedBlocks(t, f) {
+			if b.info != "json" || !strings.Contains(b.text, "mcpServers") {
+				continue
+			}
+			n++
+			where := fmt.Sprintf("%s:%d", filepath.Base(b.file), b.line)
+			var c struct {
+				MCPServers map[string]struct {
+					Command string            `json:"command"`
+					Args    []string          `json:"args"`
+					Env     map[string]string `json:"env"`
+					URL     string            `json:"url"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(b.text), &c); err != nil || len(c.MCPServers) == 0 {
+				t.Errorf("%s: not an mcpServers config: %v\n%s", where, err, b.text)
+				continue
+			}
+			for name, s := range c.MCPServers {
+				if s.URL != "" {
+					continue // over HTTP: the service's workspace, agents name@mcp
+				}
+				args := strings.Join(s.Args, " ")
+				if filepath.Base(s.Command) != "courier" || !slices.Contains(s.Args, "--root") || s.Args[len(s.Args)-1] != "mcp" ||
+					(!slices.Contains(s.Args, "--agent") && s.Env["COURIER_AGENT"] == "") {
+					t.Errorf("%s: server %s runs %s %s: want courier --root WORKSPACE, --agent NAME (or COURIER_AGENT), mcp", where, name, s.Command, args)
+				}
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("only %d MCP client configs in the docs (Claude Desktop, Claude Code, Cursor)", n)
 	}
 }
