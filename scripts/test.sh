@@ -8,9 +8,23 @@
 #   scripts/test.sh            everything
 #   scripts/test.sh -short     skip the slow tests (100 MB streams, fuzz seeds only)
 #
-# COURIER_CORPUS, when set to the shared corpus, adds the corpus tests.
+# COURIER_CORPUS, when set to the shared corpus, adds the corpus tests
+# (taken from ../shared/corpus when it is beside the checkout); without
+# it they skip, and the script says so before and after the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ -z "${COURIER_CORPUS:-}" ] && [ -d ../shared/corpus ]; then
+  COURIER_CORPUS=$(cd ../shared/corpus && pwd)
+  export COURIER_CORPUS
+  echo "COURIER_CORPUS=$COURIER_CORPUS (the shared corpus beside the checkout)"
+fi
+corpus_note=""
+if [ -z "${COURIER_CORPUS:-}" ]; then
+  n=$(grep -rl --include='*_test.go' 'CorpusDir(' . | xargs grep -c 'CorpusDir(' | awk -F: '{s+=$2} END {print s+0}')
+  corpus_note="warning: COURIER_CORPUS is not set, so the corpus tests skip ($n calls of testutil.CorpusDir, some in table loops; \"COURIER_CORPUS not set\" in go test -v); set it to the shared corpus to run them"
+  echo "$corpus_note" >&2
+fi
 
 declare -A pkg=(
   [dovecot]=dovecot-imapd [doveadm]=dovecot-core [smtp-sink]=postfix [mbsync]=isync
@@ -82,4 +96,9 @@ go vet ./...
 if command -v dovecot >/dev/null && command -v smtp-sink >/dev/null; then
   export COURIER_REQUIRE_SERVERS=1
 fi
-go test -count=1 -timeout 15m "$@" ./...
+status=0
+go test -count=1 -timeout 15m "$@" ./... || status=$?
+if [ -n "$corpus_note" ]; then
+  echo "$corpus_note" >&2
+fi
+exit "$status"

@@ -13,7 +13,7 @@
 //     The body is hashed as it streams, never held. The pipeline may give
 //     the message another id (threading.DerivedID) when a different mail
 //     holds this one, or a copy without a Message-ID came outside the
-//     dedupe window: see adapters.Content and the README's "Email identity".
+//     dedupe window: see adapters.Content and docs/email.md, "Email identity".
 //   - metadata.extra.digest: "sha256:" and the SHA-256 of the header fields
 //     but the trace fields (Received, Return-Path, ...: digest.go), each as
 //     "Key: value" unfolded, then the body, line ends as LF; hashed as the

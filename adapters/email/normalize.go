@@ -209,7 +209,7 @@ func (b *builder) identity(id, synthetic string) (threading.Headers, string) {
 }
 
 // sameWithin is what the notes of a mail without a Message-ID say of its
-// copies (adapters.Content, the README's "Email identity").
+// copies (adapters.Content, docs/email.md, "Email identity").
 const sameWithin = "the same mail received again within receiver.dedupe_window is this message, later a new one"
 
 // addressList decodes every field named key as one address list.

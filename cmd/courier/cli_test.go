@@ -143,6 +143,7 @@ func TestValidate(t *testing.T) {
 		"draft-ok.md":     "---\nprovider: email\nto: a@example.com\nsubject: Hi\n---\nHello\n",
 		"draft-norcpt.md": "---\nprovider: email\nsubject: Hi\n---\nHello\n",
 		"draft-sched.md":  "---\nprovider: slack\nto: C0123456\noptions:\n  schedule_at: \"after lunch\"\n---\nHello\n",
+		"courier.yaml":    "# the config\ncourier:\n  adapters:\n    email: {enabled: true}\n",
 	}
 	for n, c := range files {
 		os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644)
@@ -166,6 +167,9 @@ func TestValidate(t *testing.T) {
 		{"draft-norcpt.md", exitDataErr, p("draft-norcpt.md") + ":1: to: draft has no recipient"},
 		{"draft-sched.md", exitDataErr, p("draft-sched.md") + `:5: options.schedule_at: not a time: "after lunch"`},
 		{"absent.md", exitNoInput, "no such file"},
+		// The config is no message: validate says what it looks like and
+		// what checks it, where it said "front matter missing".
+		{"courier.yaml", exitDataErr, p("courier.yaml") + ":1: this looks like a Courier config (a courier: key, no front matter), not a message or a draft: check a config with `courier doctor --config " + p("courier.yaml") + "`"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -65,7 +65,7 @@ a unit's) it runs systemctl start instead.`,
 	f := c.Flags()
 	o.timeout = time.Minute
 	f.Var((*seconds)(&o.timeout), "timeout", "how long to wait for the service to say it is ready (IMAP logins, Slack and Lark connections)")
-	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground, as `courier serve` does")
+	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground, as courier serve does")
 	f.BoolVar(&o.debug, "debug", false, "log at debug level (--log-level debug)")
 	f.StringVar(&o.lf.format, "log-format", "", "text or json (default from the config, else text)")
 	f.StringVar(&o.lf.level, "log-level", "", "debug, info, warn or error (default from the config, else info)")

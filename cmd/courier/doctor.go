@@ -216,17 +216,7 @@ func checkLayout(l mailbox.Layout) error {
 // checkPermissions looks for secrets others can read and agent-facing files
 // that can be written.
 func checkPermissions(cfg *config.Config, l mailbox.Layout) []string {
-	var out []string
-	if cfg.Path != "" {
-		if fi, err := os.Stat(cfg.Path); err == nil && fi.Mode().Perm()&0o004 != 0 && hasInlineSecret(cfg) {
-			out = append(out, fmt.Sprintf("%s holds secrets and is readable by everyone: chmod o-r %s (or move the secrets to *_file)", cfg.Path, cfg.Path))
-		}
-	}
-	for _, f := range secretFiles(cfg, l.Root) {
-		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			out = append(out, fmt.Sprintf("secret file %s is readable by everyone: chmod 600 %s", f, f))
-		}
-	}
+	out := readableSecrets(cfg, l.Root)
 	writable := 0
 	example := ""
 	for _, b := range []mailbox.Box{mailbox.BoxInbound, mailbox.BoxArchive} {
@@ -258,14 +248,6 @@ func weakSecrets(cfg *config.Config) []string {
 		}
 	}
 	return out
-}
-
-// hasInlineSecret reports whether the config file holds a secret itself
-// rather than naming its file or an environment variable (the rule serve
-// refuses to start by, see checkSecretModes).
-func hasInlineSecret(cfg *config.Config) bool {
-	keys, err := cfg.InlineSecrets()
-	return err == nil && len(keys) > 0
 }
 
 // secretFiles returns the files the config's secrets are read from, each

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/monoco/courier/deploy"
 	"github.com/monoco/courier/internal/fault"
@@ -89,7 +91,7 @@ file is invalid, 66 when one cannot be read.`,
 				case verr == nil:
 					r.Valid = true
 				case errors.As(verr, &errs):
-					r.Errors = errs.WithFile(f)
+					r.Errors = configHint(f, data, errs.WithFile(f))
 					code = max(code, fault.Invalid.ExitCode())
 				default:
 					return verr
@@ -114,6 +116,22 @@ file is invalid, 66 when one cannot be read.`,
 	}
 	c.Flags().StringVar(&format, "format", "text", "text or json")
 	return c
+}
+
+// configHint tells, of a file validate finds no front matter in, that it
+// looks like a Courier config (a mapping with a top-level courier: key)
+// and that doctor checks those: "front matter missing" alone sent people
+// looking for a message's header in their courier.yaml.
+func configHint(f string, data []byte, errs []*schema.FieldError) []*schema.FieldError {
+	if len(errs) == 0 || !strings.HasPrefix(errs[0].Msg, "front matter missing") {
+		return errs
+	}
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) != nil || top["courier"] == nil {
+		return errs
+	}
+	errs[0].Msg = fmt.Sprintf("this looks like a Courier config (a courier: key, no front matter), not a message or a draft: check a config with `courier doctor --config %s`", f)
+	return errs
 }
 
 func (a *app) reindexCommand() *cobra.Command {

@@ -86,6 +86,7 @@ it the caller's user.`,
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.versionCommand())
+	root.AddCommand(a.slackCommand())
 	return root
 }
 

@@ -18,6 +18,18 @@ import (
 // every account on the host. Exit 78, naming the file and the chmod to
 // run.
 func checkSecretModes(cfg *config.Config, root string) error {
+	bad := readableSecrets(cfg, root)
+	if len(bad) == 0 {
+		return nil
+	}
+	return fault.Wrap(fault.Config, fmt.Errorf("refusing to start: %s", strings.Join(bad, "; ")))
+}
+
+// readableSecrets names the config file when it holds secrets and every
+// user can read it, and each secret file every user can read, with the
+// chmod to run: what serve and fetch refuse to start on and doctor
+// fails, in the same words.
+func readableSecrets(cfg *config.Config, root string) []string {
 	var bad []string
 	if cfg.Path != "" {
 		if fi, err := os.Stat(cfg.Path); err == nil && fi.Mode().Perm()&0o004 != 0 {
@@ -32,8 +44,5 @@ func checkSecretModes(cfg *config.Config, root string) error {
 			bad = append(bad, fmt.Sprintf("secret file %s is readable by every user: run `chmod o-rwx %s`", f, f))
 		}
 	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return fault.Wrap(fault.Config, fmt.Errorf("refusing to start: %s", strings.Join(bad, "; ")))
+	return bad
 }

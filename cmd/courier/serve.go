@@ -47,7 +47,7 @@ and answers the watchdog.`,
 	}
 	c.Flags().StringVar(&lf.format, "log-format", "", "text or json (default from the config, else text)")
 	c.Flags().StringVar(&lf.level, "log-level", "", "debug, info, warn or error (default from the config, else info)")
-	c.Flags().StringVar(&lf.file, "log-file", "", "log to this file (relative to the workspace unless absolute), rotated by size (courier.log.max_size_mb, max_files), not stderr: what `courier start` passes")
+	c.Flags().StringVar(&lf.file, "log-file", "", "log to this file (relative to the workspace unless absolute), rotated by size (courier.log.max_size_mb, max_files), not stderr: what courier start passes")
 	return c
 }
 

@@ -62,7 +62,7 @@ func NewHTTP(s *Server, root string, cfg config.MCP, log *slog.Logger) (*HTTP, e
 	}
 	// Stateful: sessions, their event streams and subscriptions. The
 	// go-sdk serves the 2026-07-28 protocol over HTTP only stateless, so
-	// /mcp speaks up to 2025-11-25 (README, "Protocol versions").
+	// /mcp speaks up to 2025-11-25 (docs/agents.md, "Protocol versions").
 	h.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
 		Logger:              log,
 		SessionTimeout:      cfg.SessionTimeout.D(),
