@@ -55,25 +55,19 @@ func (mb *Mailbox) OpenFile(ctx context.Context, id string) (*os.File, *Entry, e
 // bounded memory: all of it, up to WholeFile bytes; beyond, its head (by
 // schema.ReadHead, its values within headBudget bytes) followed by at most
 // bodyMax bytes of its body, cut at a character boundary and ending in a
-// line that says how much more the file holds. Either way its lists keep
-// schema.MaxReadItems items (schema.CapLists): decoding costs memory by
-// the item, and a file written before the email adapter bounded them
-// holds 57,000 Cc participants in 10 MB.
+// line that says how much more the file holds.
 func readBounded(f *os.File, name string, headBudget, bodyMax int) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("mailbox: %s: %w", name, err)
 	}
 	if fi.Size() <= WholeFile {
-		data, err := readAllBounded(f, name)
-		data, _ = schema.CapLists(data, 0)
-		return data, err
+		return readAllBounded(f, name)
 	}
 	head, body, err := readLarge(f, name, headBudget, bodyMax)
 	if err != nil {
 		return nil, err
 	}
-	head, _ = schema.CapLists(head, 0)
 	return append(head, body...), nil
 }
 

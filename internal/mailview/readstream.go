@@ -31,8 +31,8 @@ func Write(w io.Writer, f *os.File, e *mailbox.Entry, form Form) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
-		if !form.Raw {
-			data, _ = schema.CapLists(data, 0) // as the mailbox reads it
+		if !form.Raw && e.Direction == schema.Inbound {
+			data, _ = schema.CapLists(data, 0) // as mailbox.Message reads it
 		}
 		return writeWhole(w, data, e, form)
 	}
