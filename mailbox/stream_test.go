@@ -25,22 +25,7 @@ func TestOldHugeFile(t *testing.T) {
 	}
 	mb, root := newMailbox(t, nil)
 	m := testutil.HugeMessage("huge", 18<<20)
-	want, err := schema.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Written as the old Courier wrote it, not through today's writer.
-	name := filepath.Join(mb.Dir(mailbox.BoxInbound, schema.Email), mailbox.FileName(m.Timestamp.Time, m.ID))
-	if err := os.WriteFile(name, want, 0o440); err != nil {
-		t.Fatal(err)
-	}
-	st, err := mb.Reindex(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Indexed != 1 || len(st.Invalid) != 0 {
-		t.Fatalf("reindex: %+v", st)
-	}
+	_, want := fileOld(t, mb, m)
 	e, err := mb.Get(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -99,17 +84,7 @@ func TestOldFileOfManyAddresses(t *testing.T) {
 		rawCc = append(rawCc, a)
 	}
 	m.Metadata.ProviderRaw = map[string]any{"cc": rawCc}
-	want, err := schema.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Join(mb.Dir(mailbox.BoxInbound, schema.Email), mailbox.FileName(m.Timestamp.Time, m.ID))
-	if err := os.WriteFile(name, want, 0o440); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := mb.Reindex(ctx); err != nil || st.Indexed != 1 || len(st.Invalid) != 0 {
-		t.Fatalf("reindex: %+v %v", st, err)
-	}
+	name, want := fileOld(t, mb, m)
 	got, _, err := mb.Message(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +109,23 @@ func TestOldFileOfManyAddresses(t *testing.T) {
 	if onDisk, err := os.ReadFile(name); err != nil || string(onDisk) != string(want) {
 		t.Fatalf("the file changed (%v)", err)
 	}
+}
+
+// fileOld writes m to the inbox as an older Courier wrote it, not through
+// today's writer, and reindexes: the mailbox must index it. It returns
+// the file's path and bytes.
+func fileOld(t *testing.T, mb *mailbox.Mailbox, m *schema.Message) (string, []byte) {
+	t.Helper()
+	data, err := schema.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(mb.Dir(mailbox.BoxInbound, schema.Email), mailbox.FileName(m.Timestamp.Time, m.ID))
+	if err := os.WriteFile(name, data, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := mb.Reindex(ctx); err != nil || st.Indexed != 1 || len(st.Invalid) != 0 {
+		t.Fatalf("reindex: %+v %v", st, err)
+	}
+	return name, data
 }
