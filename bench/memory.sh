@@ -13,6 +13,12 @@
 #   html60     60 mails of 4 MB HTML, 60 sessions at once (issue: 3.0 GB)
 #   text140    one mail of a single 140 MB text part
 #   attach100  one mail with a 100 MB attachment
+#   address-header    issue 18, item 5: one mail of 57,000 Cc addresses (a
+#              megabyte of header; issue: a 9.7 MB file, serve 144 MB,
+#              read 274 MB, reindex 400 MB)
+#   address-header-8  8 of those at once, 8 sessions
+#   address-max-8     8 at once of the most addresses a header keeps
+#              (95,000 in its 1 MiB)
 # and, in rows marked "old file", the new binary's read/list/reindex of the
 # workspace BASE wrote (the huge files of before).
 #
@@ -23,6 +29,8 @@
 # Usage: bench/memory.sh                  all classes (about 10 minutes)
 #        CLASSES="html30" bench/memory.sh  some
 #        BASE=<commit> bench/memory.sh     another baseline
+#        BASE=bf1eeba CLASSES="address-header address-header-8 address-max-8" bench/memory.sh
+#                                          issue 18's address headers
 # Needs GNU time (/usr/bin/time; Debian package time) and git.
 set -euo pipefail
 BASE=${BASE:-9a4e235}
@@ -116,6 +124,9 @@ for class in $CLASSES; do
     html60) kind=html4 n=60 conc=60 ;;
     text140) kind=text140 n=1 conc=1 ;;
     attach100) kind=attach100 n=1 conc=1 ;;
+    address-header) kind=cc57k n=1 conc=1 ;;
+    address-header-8) kind=cc57k n=8 conc=8 ;;
+    address-max-8) kind=ccmax n=8 conc=8 ;;
     *) echo "bench: unknown class $class" >&2; exit 1 ;;
   esac
   echo "== $class"

@@ -163,9 +163,13 @@ func (mb *Mailbox) ReadFile(ctx context.Context, id string) ([]byte, *Entry, err
 // but a regular file with an UnsafePathError.
 func (mb *Mailbox) ReadPath(rel string) ([]byte, error) { return mb.fs.readFile(mb.Abs(rel)) }
 
-// Message reads and decodes the inbound message of an id. A file of any
-// size is read in bounded memory: one over WholeFile bytes (written
-// before max_text_bytes) has its long values and its body cut, saying so.
+// Message reads and decodes the inbound message of an id, to be read,
+// never written back. A file of any size is read in bounded memory: one
+// over WholeFile bytes (written before max_text_bytes) has its long values
+// and its body cut, saying so; and each list of any file keeps
+// schema.MaxReadItems items (schema.CapLists): decoding costs memory by
+// the item, and a file written before the email adapter bounded its lists
+// holds 57,000 Cc participants in 10 MB.
 func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *Entry, error) {
 	b, e, err := mb.openBounded(ctx, id, schema.MaxReadText)
 	if err != nil {
@@ -174,6 +178,7 @@ func (mb *Mailbox) Message(ctx context.Context, id string) (*schema.Message, *En
 	if e.Direction != schema.Inbound {
 		return nil, e, fmt.Errorf("mailbox: %s is an outbound draft, not a message", id)
 	}
+	b, _ = schema.CapLists(b, 0)
 	m, err := schema.Decode(b)
 	if err != nil {
 		return nil, e, fmt.Errorf("mailbox: %s: %w", e.Path, err)

@@ -162,6 +162,9 @@ func (mb *Mailbox) parseFile(f found, large chan struct{}) parsed {
 	if err != nil {
 		return parsed{f: f, err: err}
 	}
+	// Nor are its lists decoded whole (see Message): the index holds
+	// none of them.
+	b, _ = schema.CapLists(b, 0)
 	m, d, err := schema.DecodeFile(b)
 	switch {
 	case err != nil:

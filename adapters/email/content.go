@@ -289,6 +289,13 @@ func (b *builder) keepFields(fields [3]*textField, k [3]int, batch *dropzone.Bat
 // maxArtifact bytes (0: one), appends them to the message's artifacts and
 // records them in metadata.extra.overflow. It returns the artifacts.
 func (b *builder) overflow(f *textField, k int, batch *dropzone.Batch, maxArtifact int64) ([]schema.Artifact, error) {
+	return b.storeRest(f, k, schema.Overflow{Field: f.name, Size: f.size, Kept: int64(k)}, batch, maxArtifact)
+}
+
+// storeRest is overflow with the record ov made by the caller (a list
+// cut counts items, not bytes): it stores f from byte k on and records ov
+// with the artifacts' ids.
+func (b *builder) storeRest(f *textField, k int, ov schema.Overflow, batch *dropzone.Batch, maxArtifact int64) ([]schema.Artifact, error) {
 	name, media := restNames[f.name][0], restNames[f.name][1]
 	br := bufio.NewReaderSize(f.rest(k), 64<<10)
 	left := f.size - int64(k)
@@ -313,7 +320,6 @@ func (b *builder) overflow(f *textField, k int, batch *dropzone.Batch, maxArtifa
 		}
 		arts = append(arts, schema.Artifact{ID: obj.ID, Name: an, Type: schema.ArtifactDocument, MimeType: media, Size: obj.Size, Path: obj.Path})
 	}
-	ov := schema.Overflow{Field: f.name, Size: f.size, Kept: int64(k)}
 	for _, a := range arts {
 		ov.Artifacts = append(ov.Artifacts, a.ID)
 	}
@@ -328,6 +334,14 @@ var restNames = map[string][2]string{
 	"content.text":     {"text-rest.txt", "text/plain"},
 	"content.html":     {"html-rest.html", "text/html"},
 	"content.markdown": {"markdown-rest.md", "text/markdown"},
+	// The lists a file keeps MaxListItems of (lists.go), one item a line.
+	"participants.to":                      {"to-rest.txt", "text/plain"},
+	"participants.cc":                      {"cc-rest.txt", "text/plain"},
+	"participants.bcc":                     {"bcc-rest.txt", "text/plain"},
+	"provider_raw.from":                    {"from-rest.txt", "text/plain"},
+	"provider_raw.reply_to":                {"reply-to-rest.txt", "text/plain"},
+	"provider_raw.references":              {"references-rest.txt", "text/plain"},
+	"metadata.extra.external_participants": {"external-participants-rest.txt", "text/plain"},
 }
 
 func restExt(name string) string { return name[strings.LastIndexByte(name, '.'):] }

@@ -128,6 +128,9 @@ func build(msg *mime.Message, batch *dropzone.Batch, id, synthetic string, rawOb
 		return nil, err
 	}
 	b.m.Metadata.ProviderRaw = b.providerRaw(th, subject, rawDate, addrs)
+	if err := b.listRests(batch, opts.MaxArtifact); err != nil {
+		return nil, err
+	}
 	b.stripControls()
 	b.finish(rawObj)
 	return b.m, nil
@@ -146,6 +149,8 @@ type builder struct {
 	// from is the From field's address list as written (before the Sender
 	// stands in for it), which sender verification aligns.
 	from []mime.Address
+	// rests are the lists cut at MaxListItems, for listRests to store.
+	rests []listRest
 }
 
 // addressFields are the decoded address lists of the header.
@@ -225,7 +230,8 @@ func (b *builder) addressList(key string) []mime.Address {
 
 // participants sets the participants (the Sender stands in for a From
 // without an address) and the external participants less own, and
-// returns the address lists.
+// returns the address lists, each cut at MaxListItems: the external
+// participants and personal_eligible are those of the whole lists.
 func (b *builder) participants(own []string) addressFields {
 	a := addressFields{
 		from: b.addressList("From"), replyTo: b.addressList("Reply-To"),
@@ -238,6 +244,11 @@ func (b *builder) participants(own []string) addressFields {
 			a.from = sender
 		}
 	}
+	set := threading.Participants(threadingAddrs(a.from), threadingAddrs(a.replyTo), threadingAddrs(a.to), threadingAddrs(a.cc), threadingAddrs(a.bcc), own)
+	a = addressFields{
+		from: b.cutAddresses("provider_raw.from", a.from), replyTo: b.cutAddresses("provider_raw.reply_to", a.replyTo),
+		to: b.cutAddresses("participants.to", a.to), cc: b.cutAddresses("participants.cc", a.cc), bcc: b.cutAddresses("participants.bcc", a.bcc),
+	}
 	b.m.Participants = schema.Participants{
 		From:     sender(a.from, b.n),
 		To:       participants(a.to),
@@ -245,9 +256,8 @@ func (b *builder) participants(own []string) addressFields {
 		Bcc:      participants(a.bcc),
 		Mentions: []schema.Mention{},
 	}
-	set := threading.Participants(threadingAddrs(a.from), threadingAddrs(a.replyTo), threadingAddrs(a.to), threadingAddrs(a.cc), threadingAddrs(a.bcc), own)
 	x := &b.m.Metadata.Extra
-	x.ExternalParticipants = set.External
+	x.ExternalParticipants = b.cutStrings("metadata.extra.external_participants", set.External, false)
 	eligible := set.PersonalEligible
 	x.PersonalEligible = &eligible
 	return a
@@ -329,6 +339,7 @@ func (b *builder) rawThreading(raw map[string]any, th threading.Headers) {
 		raw["in_reply_to"] = b.clean(mime.OneLine(d.Raw(h.Get("In-Reply-To"), "In-Reply-To")), "In-Reply-To")
 	}
 	if _, refs := threading.ReplyHeaders("", th.References, ""); len(refs) > 0 {
+		refs = b.cutStrings("provider_raw.references", refs, true)
 		for i := range refs {
 			refs[i] = b.clean(mime.OneLine(d.Raw([]byte(refs[i]), "References")), "References")
 		}

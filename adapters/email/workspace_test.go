@@ -58,6 +58,24 @@ func (w *workspace) files(t testing.TB) []string {
 	return names
 }
 
+// receiveOne hands raw to the receiver at addr over SMTP and returns the
+// one file it wrote: its name and its bytes.
+func (w *workspace) receiveOne(t *testing.T, addr, raw string) (string, []byte) {
+	t.Helper()
+	if err := sendSMTP(t, addr, raw); err != nil {
+		t.Fatalf("DATA: %v", err)
+	}
+	names := w.files(t)
+	if len(names) != 1 {
+		t.Fatalf("files %v", names)
+	}
+	data, err := os.ReadFile(filepath.Join(w.dir(), names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names[0], data
+}
+
 // waitFiles polls the inbound folder until it holds at least n files, or
 // fails the test after timeout.
 func (w *workspace) waitFiles(t testing.TB, n int, timeout time.Duration) []string {

@@ -5,6 +5,8 @@
 //	membench gen -kind html4 -o mail.eml      one 4 MB HTML mail
 //	membench gen -kind text140 -o mail.eml    one 140 MB text part
 //	membench gen -kind attach100 -o mail.eml  a 100 MB attachment (base64)
+//	membench gen -kind cc57k -o mail.eml      57,000 Cc addresses, a megabyte of header
+//	membench gen -kind ccmax -o mail.eml      the most Cc addresses a megabyte holds (95,000)
 //	membench send -addr 127.0.0.1:2525 -n 60 -conc 60 mail.eml
 //	membench port                              a free TCP port on 127.0.0.1
 //
@@ -57,7 +59,7 @@ const header = "From: Ann <ann@example.com>\r\nTo: agent@example.com\r\nSubject:
 
 func gen(args []string) {
 	fs := flag.NewFlagSet("gen", flag.ExitOnError)
-	kind := fs.String("kind", "html30", "html30 | html4 | text140 | attach100")
+	kind := fs.String("kind", "html30", "html30 | html4 | text140 | attach100 | cc57k | ccmax")
 	out := fs.String("o", "", "the .eml to write")
 	fs.Parse(args)
 	f, err := os.Create(*out)
@@ -97,6 +99,30 @@ func gen(args []string) {
 			}
 		}
 		fmt.Fprintf(w, "--part--\r\n")
+	case "cc57k":
+		// Issue 18, item 5: as TestCcFloodKeepsListBound sends it, less
+		// the References.
+		fmt.Fprintf(w, header+"Cc: c00000@cc.test", "all hands")
+		for i := 1; i < 57000; i++ {
+			fold := ""
+			if i%10 == 0 {
+				fold = "\r\n"
+			}
+			fmt.Fprintf(w, ",%s c%05d@cc.test", fold, i)
+		}
+		fmt.Fprintf(w, "\r\nContent-Type: text/plain\r\n\r\nSee you all.\r\n")
+	case "ccmax":
+		// The shortest addresses, as many as the 1 MiB a header keeps.
+		n, _ := fmt.Fprintf(w, header+"Cc: 0@c.t", "all hands")
+		for i := 1; n < 1<<20-4096; i++ {
+			sep := ", "
+			if i%20 == 0 {
+				sep = ",\r\n "
+			}
+			k, _ := fmt.Fprintf(w, "%s%d@c.t", sep, i)
+			n += k
+		}
+		fmt.Fprintf(w, "\r\nContent-Type: text/plain\r\n\r\nSee you all.\r\n")
 	default:
 		log.Fatalf("membench: unknown kind %q", *kind)
 	}

@@ -31,6 +31,9 @@ func Write(w io.Writer, f *os.File, e *mailbox.Entry, form Form) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
+		if !form.Raw && e.Direction == schema.Inbound {
+			data, _ = schema.CapLists(data, 0) // as mailbox.Message reads it
+		}
 		return writeWhole(w, data, e, form)
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -55,6 +58,7 @@ func Write(w io.Writer, f *os.File, e *mailbox.Entry, form Form) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
+	head, _ = schema.CapLists(head, 0)
 	msg, err := schema.Decode(head)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
