@@ -77,6 +77,19 @@ func (s *Store) Keep(id string) (Object, error) {
 	return o, nil
 }
 
+// Hold keeps every sweep from starting until the function returned is
+// called (a backup copying the objects holds it); uses go on.
+func (s *Store) Hold() (release func(), err error) {
+	unlock, ok := s.lock(unix.LOCK_SH)
+	if !ok {
+		return nil, fmt.Errorf("dropzone: cannot lock %s", s.dir)
+	}
+	return unlock, nil
+}
+
+// Dir returns the dropzone's absolute path.
+func (s *Store) Dir() string { return s.dir }
+
 // StoredObject is an object as Objects lists it.
 type StoredObject struct {
 	Object
