@@ -39,11 +39,7 @@ run 'courier --root DIR reindex' and 'courier --root DIR doctor'.`,
 			if err != nil {
 				return err
 			}
-			mb, err := a.Mailbox()
-			if err != nil {
-				return err
-			}
-			dz, err := a.Dropzone()
+			mb, dz, err := a.mailboxAndDropzone()
 			if err != nil {
 				return err
 			}

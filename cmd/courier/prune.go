@@ -47,11 +47,7 @@ A prune that is interrupted loses nothing still referenced: run it again.`,
 			if err != nil || age <= 0 {
 				return usageError("--older-than %q is not a positive duration (e.g. 90d, 36h)", olderThan)
 			}
-			mb, err := a.Mailbox()
-			if err != nil {
-				return err
-			}
-			dz, err := a.Dropzone()
+			mb, dz, err := a.mailboxAndDropzone()
 			if err != nil {
 				return err
 			}
@@ -88,6 +84,17 @@ func printPrune(w, ew io.Writer, rep *retention.Report) {
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(ew, "left alone: %s\n", s)
 	}
+}
+
+// mailboxAndDropzone opens both, for the commands that keep them (prune,
+// backup).
+func (a *app) mailboxAndDropzone() (*mailbox.Mailbox, *dropzone.Store, error) {
+	mb, err := a.Mailbox()
+	if err != nil {
+		return nil, nil, err
+	}
+	dz, err := a.Dropzone()
+	return mb, dz, err
 }
 
 // sizeString writes a byte count for people: 512 B, 4.0 KiB, 1.3 MiB.

@@ -75,6 +75,17 @@ func open(ws string) (*mailbox.Mailbox, *dropzone.Store, error) {
 	return mb, dz, nil
 }
 
+// openT opens the workspace ws for the test.
+func openT(t *testing.T, ws string) (*mailbox.Mailbox, *dropzone.Store) {
+	t.Helper()
+	mb, dz, err := open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mb.Close(); dz.Close() })
+	return mb, dz
+}
+
 // fixture is a workspace of every kind of file, a year old unless said,
 // each naming an object of its own (and two sharing one).
 type fixture struct {
@@ -94,12 +105,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := mailbox.Init(f.ws); err != nil {
 		t.Fatal(err)
 	}
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, dz := openT(t, f.ws)
 	for _, name := range []string{"A", "B", "C", "D", "E", "F", "G", "H", "K"} {
 		f.objects[name] = bytes.Repeat([]byte("object "+name+"\n"), 100+len(f.objects)*37)
 		o, err := dz.Put(bytes.NewReader(f.objects[name]))
@@ -201,12 +207,7 @@ func (f *fixture) draft(t *testing.T, mb *mailbox.Mailbox, uid, obj string, box 
 // that every object a remaining file names reads back byte for byte.
 func (f *fixture) checkKept(t *testing.T) {
 	t.Helper()
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, _ := openT(t, f.ws)
 	for id, rel := range f.files {
 		if _, err := os.Stat(filepath.Join(f.ws, rel)); err != nil {
 			t.Errorf("%s: %v", rel, err)
@@ -231,12 +232,7 @@ func (f *fixture) checkKept(t *testing.T) {
 func (f *fixture) checkDone(t *testing.T) {
 	t.Helper()
 	f.checkKept(t)
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, dz := openT(t, f.ws)
 	for _, rel := range f.gone {
 		if _, err := os.Stat(filepath.Join(f.ws, rel)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still there (%v)", rel, err)
@@ -255,12 +251,7 @@ func (f *fixture) checkDone(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	f := newFixture(t)
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, dz := openT(t, f.ws)
 	dry, err := Prune(ctx, mb, dz, Options{OlderThan: 30 * 24 * time.Hour, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -337,12 +328,7 @@ func TestPruneKilled(t *testing.T) {
 // keeps it: the Put that reused the object marked it in use.
 func TestPruneSparesObjectReusedMeanwhile(t *testing.T) {
 	f := newFixture(t)
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, dz := openT(t, f.ws)
 	reused := false
 	step := func(s string) {
 		if s != "files" || reused {
@@ -377,12 +363,7 @@ func TestPruneSparesObjectReusedMeanwhile(t *testing.T) {
 // courier.retention.archive: the service's daily run prunes on its own.
 func TestDaily(t *testing.T) {
 	f := newFixture(t)
-	mb, dz, err := open(f.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mb.Close()
-	defer dz.Close()
+	mb, dz := openT(t, f.ws)
 	var logs bytes.Buffer
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
