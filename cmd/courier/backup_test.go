@@ -101,6 +101,19 @@ func TestBackupUnderLoad(t *testing.T) {
 		}
 	}
 
+	checkRestore(t, tarPath, before)
+	// A backup never overwrites.
+	if _, e, code := cli(t, ws, "", "backup", tarPath); code == 0 || !strings.Contains(e, "exists") {
+		t.Errorf("backup over an existing file: %d %s", code, e)
+	}
+}
+
+// checkRestore extracts the backup at tarPath into a new folder and checks
+// it: a database SQLite finds intact, every message of before there after
+// reindex with the objects it names (attachments, raw source) byte for
+// byte, and doctor passing.
+func checkRestore(t *testing.T, tarPath string, before []string) {
+	t.Helper()
 	restored := t.TempDir()
 	if out, err := exec.Command("tar", "-xpf", tarPath, "-C", restored).CombinedOutput(); err != nil {
 		t.Fatalf("extract: %v %s", err, out)
@@ -137,17 +150,75 @@ func TestBackupUnderLoad(t *testing.T) {
 			t.Errorf("read %s: %v", id, err)
 			continue
 		}
-		a := m.Artifacts[0]
-		data, err := os.ReadFile(filepath.Join(restored, ".monoco/dropzone", a.Path))
-		if err != nil || fmt.Sprintf("sha256:%x", sha256.Sum256(data)) != a.ID {
-			t.Errorf("%s: attachment %s: %v", id, a.ID, err)
+		arts := m.Artifacts
+		if r := m.Metadata.Extra.Raw; r != nil {
+			arts = append(arts, *r)
+		}
+		if len(arts) == 0 {
+			t.Errorf("%s names no object", id)
+		}
+		for _, a := range arts {
+			data, err := os.ReadFile(filepath.Join(restored, ".monoco/dropzone", a.Path))
+			if err != nil || fmt.Sprintf("sha256:%x", sha256.Sum256(data)) != a.ID {
+				t.Errorf("%s: object %s: %v", id, a.ID, err)
+			}
 		}
 	}
 	if out, e, code := cli(t, restored, "", "doctor"); code != 0 {
 		t.Errorf("doctor on the restored workspace: %d\n%s%s", code, out, e)
 	}
-	// A backup never overwrites.
-	if _, e, code := cli(t, ws, "", "backup", tarPath); code == 0 || !strings.Contains(e, "exists") {
-		t.Errorf("backup over an existing file: %d %s", code, e)
+}
+
+// courier backup beside a real `courier serve` taking mail over SMTP and
+// agents marking it done through its socket.
+func TestBackupWhileServing(t *testing.T) {
+	ws := newWorkspace(t)
+	recv, web := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	writeConfig(t, ws, fmt.Sprintf(`courier:
+  http: {listen: %s}
+  retention: {archive: 365d}
+  adapters:
+    email:
+      enabled: true
+      receiver: {smtp: %s, addresses: [agent@corp.example]}
+`, web, recv))
+	s := startServe(t, ws, web)
+	var before []string
+	for i := range 60 {
+		if err := sendMail(recv, "ann@example.com", "agent@corp.example", fmt.Sprintf("pre%d@example.com", i), "before", "filed before the backup"); err != nil {
+			t.Fatalf("send: %v\n%s", err, s.Log())
+		}
 	}
+	before = countIDs(t, ws, "--all")
+	if len(before) != 60 {
+		t.Fatalf("filed %d of 60", len(before))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			if err := sendMail(recv, "ann@example.com", "agent@corp.example", fmt.Sprintf("load%d@example.com", i), "load", "during the backup"); err != nil {
+				t.Error(err)
+				return
+			}
+			if i < len(before) {
+				exec.Command(courierBin, "--root", ws, "claim", before[i]).Run()
+				exec.Command(courierBin, "--root", ws, "done", before[i]).Run()
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	tarPath := filepath.Join(t.TempDir(), "serving.tar")
+	out, err := exec.Command(courierBin, "--root", ws, "backup", tarPath).CombinedOutput()
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("backup: %v\n%s", err, out)
+	}
+	if !strings.Contains(s.Log(), "retention: the archive is pruned daily") {
+		t.Errorf("serve did not say it prunes daily:\n%s", s.Log())
+	}
+	checkRestore(t, tarPath, before)
 }
