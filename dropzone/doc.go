@@ -50,6 +50,15 @@
 // Temporary files left by a crash are removed by [Store.RecoverTemp], to be
 // called at start-up.
 //
+// # Sweeping
+//
+// Objects are never removed on their own: [Store.Sweep] removes those a
+// caller found unreferenced (`courier prune`), unless they were used since
+// a time the caller gives. A Put deduped against a stored object, and
+// [Store.Keep], mark it used (its modification time) under a shared
+// flock(2) of the dropzone folder, which Sweep takes exclusively; see
+// sweep.go. [Store.Hold] keeps sweeps off while a backup copies objects.
+//
 // # Size limit
 //
 // [Options.MaxSize] caps each artifact. Put stops reading as soon as the limit

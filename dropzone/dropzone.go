@@ -470,11 +470,12 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 
 	hx := hex.EncodeToString(h.Sum(nil))
 	it := item{obj: Object{ID: idPrefix + hx, Path: objectPath(hx), Size: n}, tmp: tmp}
-	if s.intact(it.obj) {
+	if s.reuse(it.obj) {
 		// Already durable at its final path (Commit syncs before renaming):
 		// nothing to sync or rename, only the directory to sync at Commit in
-		// case the rename that put it there is not yet durable. A damaged
-		// object keeps the temp file, which Commit renames over it.
+		// case the rename that put it there is not yet durable; marked in
+		// use, so that a sweep spares it (sweep.go). A damaged object
+		// keeps the temp file, which Commit renames over it.
 		s.removeTemp(tmp)
 		it.tmp = ""
 	}

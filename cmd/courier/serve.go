@@ -142,6 +142,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		log.Error("courier could not start", "err", err)
 		return fault.Wrap(fault.Unavailable, err)
 	}
+	startRetention(ctx, cfg, mb, dz, log)
 	a.serving(ctx, cfg, svc, lt, log)
 	return nil
 }

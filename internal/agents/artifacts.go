@@ -79,7 +79,7 @@ func inBatch(dz *dropzone.Store, dryRun bool, fill func(*dropzone.Batch) error) 
 // statArtifact checks that an artifact given by id is in the dropzone,
 // and gives it its size and, when it has none, a name.
 func statArtifact(dz *dropzone.Store, art *schema.DraftArtifact, src *schema.Source, field string) error {
-	obj, err := dz.Stat(art.ID)
+	obj, err := dz.Keep(art.ID) // marked in use: a prune running now spares it
 	if err != nil {
 		return src.Errorf(field+".id", "%s is not in the dropzone", art.ID)
 	}

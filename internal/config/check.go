@@ -91,6 +91,9 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	} else if cc.Mailbox.ClaimTimeout > m {
 		k.Bad("courier.mailbox.claim_timeout", "%v is longer than courier.claims.max_timeout (%v)", cc.Mailbox.ClaimTimeout.D(), m.D())
 	}
+	if a := cc.Retention.Archive.D(); a != 0 && a < time.Hour {
+		k.Bad("courier.retention.archive", "%v is shorter than an hour (0 or left out: keep the archive forever)", a)
+	}
 	if cc.Outbound.MaxRecipients < 1 {
 		k.Bad("courier.outbound.max_recipients", "must be at least 1")
 	}

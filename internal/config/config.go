@@ -61,6 +61,17 @@ type Courier struct {
 	Restart  Restart        `yaml:"restart"`
 	Adapters Adapters       `yaml:"adapters"` // the providers' sections (adapters.go)
 	Notify   []Hook         `yaml:"notify"`   // wake-up hooks (notify.go)
+	// Retention is what the service prunes on its own (`courier prune`).
+	Retention Retention `yaml:"retention"`
+}
+
+// Retention is courier.retention.
+type Retention struct {
+	// Archive, when set, makes the service run `courier prune
+	// --older-than` it once a day: archived messages, delivered drafts
+	// and the dropzone objects nothing else names go once older. 0 (the
+	// default): kept forever.
+	Archive confkit.Duration `yaml:"archive"`
 }
 
 // HTTP is the service's HTTP endpoint (/health, /metrics, webhooks).

@@ -3,6 +3,7 @@ package confkit
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -21,12 +22,29 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		*d = Duration(secs * float64(time.Second))
 		return nil
 	}
-	v, err := time.ParseDuration(n.Value)
+	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (want e.g. 60s, 5m, or seconds)", n.Line, n.Value)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (want e.g. 60s, 5m, 90d, or seconds)", n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration is time.ParseDuration that also takes whole days, "90d"
+// (24 h each), as retention is counted.
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (want e.g. 90d, 36h, 30m)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (want e.g. 90d, 36h, 30m)", s)
+	}
+	return d, nil
 }
 
 // D returns d as a time.Duration.
