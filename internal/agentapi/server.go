@@ -271,6 +271,26 @@ func (s *Server) handler() http.Handler {
 		}
 	})
 	mux.HandleFunc("POST /v1/send", s.send)
+	if op, ok := s.opts.Backend.(Operator); ok {
+		mux.HandleFunc("POST /v1/outbound", func(w http.ResponseWriter, r *http.Request) {
+			var req OutboundRequest
+			c, ok := s.decode(w, r, &req)
+			if !ok {
+				return
+			}
+			s.audit(c, "outbound "+req.Verb, req.ID, "")
+			res, err := op.Outbound(r.Context(), c, req)
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) {
+					e = &Error{Code: 70, Message: err.Error()}
+				}
+				writeError(w, e)
+				return
+			}
+			writeJSON(w, http.StatusOK, res)
+		})
+	}
 	return mux
 }
 

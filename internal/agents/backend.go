@@ -25,9 +25,15 @@ type Backend struct {
 	Mailbox   *mailbox.Mailbox
 	Dropzone  *dropzone.Store // held to limits.max_artifact_bytes
 	Providers providers.Set
+	// Wake asks the outbound engine to look at the queue now (after an
+	// outbound retry or requeue); nil does nothing.
+	Wake func()
 }
 
-var _ agentapi.Backend = (*Backend)(nil)
+var (
+	_ agentapi.Backend  = (*Backend)(nil)
+	_ agentapi.Operator = (*Backend)(nil)
+)
 
 // NewBackend is the Backend of the service of the workspace at root, with
 // a dropzone of its own held to limits.max_artifact_bytes (the service's
