@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/notify"
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
 )
@@ -36,6 +37,8 @@ type Service struct {
 	Ignored     map[schema.Provider]*adapters.Ignored
 	Version     string
 	Listen      string
+	// Hooks are the names of the hooks of courier.notify.
+	Hooks []string
 
 	started  time.Time
 	stopping atomic.Bool
@@ -74,6 +77,9 @@ type Report struct {
 	Ignored    map[string]map[string]uint64       `json:"ignored,omitempty"`
 	// HookDead is the calls each hook set aside (notify.DeadCounts).
 	HookDead map[string]int `json:"hook_dead,omitempty"`
+	// Hooks is each hook's backlog, failing calls, last error and dead
+	// letters (hooks.go).
+	Hooks map[string]notify.State `json:"hooks,omitempty"`
 	Error    string         `json:"error,omitempty"`
 }
 
@@ -135,6 +141,7 @@ func (s *Service) Report(ctx context.Context) Report {
 		r.Totals.Sent, r.Totals.Failed = s.Engine.Counts()
 	}
 	s.unfiled(&r)
+	r.Hooks = HookStates(ctx, s.Mailbox, s.Hooks)
 	return r
 }
 
@@ -298,7 +305,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range append([]*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc}, unfiledDescs...) {
+	for _, d := range append(append([]*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc}, unfiledDescs...), hookDescs...) {
 		ch <- d
 	}
 }
@@ -325,6 +332,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.s.Mailbox == nil {
 		return
 	}
+	c.s.collectHooks(ctx, ch)
 	if qs, err := c.s.Mailbox.Outbound(ctx); err == nil {
 		depth := map[string]int{}
 		for name := range c.s.Adapters {
