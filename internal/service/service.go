@@ -80,7 +80,7 @@ type Report struct {
 	// Hooks is each hook's backlog, failing calls, last error and dead
 	// letters (hooks.go).
 	Hooks map[string]notify.State `json:"hooks,omitempty"`
-	Error    string         `json:"error,omitempty"`
+	Error string                  `json:"error,omitempty"`
 }
 
 // Queue is one provider's outbound queue.
