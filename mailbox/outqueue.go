@@ -310,3 +310,22 @@ func (mb *Mailbox) Requeue(ctx context.Context, id string) (string, error) {
 	mb.signal()
 	return rel, nil
 }
+
+// DeadDrafts counts the dead-lettered drafts per provider.
+func (mb *Mailbox) DeadDrafts(ctx context.Context) (map[schema.Provider]int, error) {
+	rows, err := mb.db.QueryContext(ctx, `SELECT provider, COUNT(*) FROM messages WHERE box = '.deadletter' AND direction = 'outbound' GROUP BY provider`)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	out := map[schema.Provider]int{}
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, err
+		}
+		out[schema.Provider(p)] = n
+	}
+	return out, dbError(rows.Err())
+}

@@ -94,6 +94,11 @@ func TestOutboundRequeueDelivers(t *testing.T) {
 			if !strings.Contains(table, id) || !strings.Contains(table, "dead") || !strings.Contains(table, "500 Error: command failed") {
 				t.Errorf("list:\n%s", table)
 			}
+			// status counts it as a dead reply, not a dead inbound message.
+			st, _, _ := cli(t, ws, "", "status")
+			if !strings.Contains(st, "dead 0\n") || !strings.Contains(st, "email  queued 0 (due 0, sending 0, retrying 0, scheduled 0); dead 1 (`courier outbound list` says why)") {
+				t.Errorf("status:\n%s", st)
+			}
 			dead, err := os.ReadFile(filepath.Join(ws, d.Path))
 			if err != nil {
 				t.Fatal(err)

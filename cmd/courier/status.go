@@ -164,6 +164,9 @@ func printReport(w io.Writer, r service.Report) {
 		fmt.Fprintln(w, "Outbound:")
 		for _, q := range r.Outbound {
 			fmt.Fprintf(w, "  %-6s queued %d (due %d, sending %d, retrying %d, scheduled %d)", q.Provider, q.Queued, q.Due, q.Sending, q.Retrying, q.Scheduled)
+			if q.Dead > 0 {
+				fmt.Fprintf(w, "; dead %d (`courier outbound list` says why)", q.Dead)
+			}
 			if q.Waiting != "" && r.Service != "stopped" {
 				fmt.Fprintf(w, "; waiting: %s", q.Waiting)
 			}

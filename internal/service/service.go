@@ -86,6 +86,9 @@ type Report struct {
 // Queue is one provider's outbound queue.
 type Queue struct {
 	mailbox.OutboundStatus
+	// Dead is the provider's drafts in .deadletter/ (courier outbound
+	// list shows why, requeue puts them back).
+	Dead    int    `json:"dead"`
 	Enabled bool   `json:"enabled"`
 	Waiting string `json:"waiting,omitempty"` // why drafts are not being sent
 }
@@ -184,13 +187,26 @@ func Offline(ctx context.Context, mb *mailbox.Mailbox, enabled []schema.Provider
 	if err != nil {
 		return r, err
 	}
+	dead, err := mb.DeadDrafts(ctx)
+	if err != nil {
+		return r, err
+	}
+	queued := map[schema.Provider]bool{}
+	for _, q := range qs {
+		queued[q.Provider] = true
+	}
+	for p := range dead {
+		if !queued[p] {
+			qs = append(qs, mailbox.OutboundStatus{Provider: p}) // dead drafts only
+		}
+	}
 	on := map[schema.Provider]bool{}
 	for _, p := range enabled {
 		on[p] = true
 	}
 	for _, q := range qs {
-		e := Queue{OutboundStatus: q, Enabled: on[q.Provider]}
-		if !e.Enabled {
+		e := Queue{OutboundStatus: q, Dead: dead[q.Provider], Enabled: on[q.Provider]}
+		if !e.Enabled && q.Queued > 0 {
 			e.Waiting = waiting[q.Provider]
 			if e.Waiting == "" {
 				e.Waiting = "the " + string(q.Provider) + " adapter is not enabled in the config (courier.adapters." + string(q.Provider) + ".enabled)"
