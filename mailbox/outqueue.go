@@ -156,16 +156,21 @@ func queuedState(ctx context.Context, tx *sql.Tx, id string) (box Box, dir schem
 	return Box(b), schema.Direction(d), state, err
 }
 
-// notQueued is the refusal of a verb on a queued draft for an id that is
-// not one.
-func notQueued(id string, box Box, dir schema.Direction) error {
+// queuedOnly is queuedState for a verb on a queued draft: an id that is
+// not one is refused.
+func queuedOnly(ctx context.Context, tx *sql.Tx, id string) (string, error) {
+	box, dir, state, err := queuedState(ctx, tx, id)
 	switch {
+	case err != nil:
+		return "", err
+	case box == BoxOutbound:
+		return state, nil
 	case dir != schema.Outbound:
-		return &ConflictError{ID: id, Msg: "is an inbound message, not a draft"}
+		return "", &ConflictError{ID: id, Msg: "is an inbound message, not a draft"}
 	case box == BoxDeadletter:
-		return &ConflictError{ID: id, Status: StatusDead, Msg: "is dead-lettered, not queued (`courier outbound requeue` puts it back)"}
+		return "", &ConflictError{ID: id, Status: StatusDead, Msg: "is dead-lettered, not queued (`courier outbound requeue` puts it back)"}
 	}
-	return &ConflictError{ID: id, Status: StatusSent, Msg: "was sent already (it is in archive/)"}
+	return "", &ConflictError{ID: id, Status: StatusSent, Msg: "was sent already (it is in archive/)"}
 }
 
 // RetryNow makes a draft waiting after a failure due now. It returns false
@@ -174,12 +179,9 @@ func notQueued(id string, box Box, dir schema.Direction) error {
 func (mb *Mailbox) RetryNow(ctx context.Context, id string) (bool, error) {
 	changed := false
 	err := withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		box, dir, state, err := queuedState(ctx, tx, id)
+		state, err := queuedOnly(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if box != BoxOutbound {
-			return notQueued(id, box, dir)
 		}
 		switch state {
 		case DeliverySending, DeliveryAccepted:
@@ -208,12 +210,9 @@ func (mb *Mailbox) RetryNow(ctx context.Context, id string) (bool, error) {
 // is a *ConflictError: the send won. It returns the new path.
 func (mb *Mailbox) CancelQueued(ctx context.Context, id, by string) (string, error) {
 	err := withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		box, dir, state, err := queuedState(ctx, tx, id)
+		state, err := queuedOnly(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if box != BoxOutbound {
-			return notQueued(id, box, dir)
 		}
 		if state == DeliverySending || state == DeliveryAccepted {
 			return &ConflictError{ID: id, Status: StatusQueued, Msg: "is being sent now; it cannot be cancelled"}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -25,23 +24,11 @@ type hookReport struct {
 // service's status names no HTTP address (issue 19, item 5).
 func TestHooksVisible(t *testing.T) {
 	sink := testutil.StartSMTPSink(t, nil)
-	ws, web := newWorkspace(t), testutil.FreeAddr(t)
-	writeConfig(t, ws, fmt.Sprintf(`courier:
-  http: {listen: %s}
-  outbound: {rescan_interval: 1s}
-  adapters:
-    email:
-      enabled: true
-      receiver: {smtp: ""}
-      accounts:
-        - name: work
-          addresses: [agent@corp.example]
-          smtp: {host: %s, port: %d, tls: none}
-  notify:
+	ws, web := outboundWS(t, sink, "", `  notify:
     - {name: ok, exec: [/bin/true], direction: outbound}
     - {name: failing, exec: [/bin/false], direction: outbound, backoff: 1h, max_attempts: 5}
     - {name: broken, exec: [/nonexistent/hook], direction: outbound}
-`, web, sink.Host(), sink.Port()))
+`)
 	s := startServe(t, ws, web)
 	sendReply(t, ws, "Report")
 	var rep hookReport

@@ -105,18 +105,7 @@ func (a *app) outboundVerbCommand(verb, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, []string{"text", "json"}); err != nil {
-				return err
-			}
-			ids, err := a.ids(args)
-			if err != nil {
-				return err
-			}
-			l, err := a.local()
-			if err != nil {
-				return err
-			}
-			conn, err := l.Dial(cmd.Context())
+			ids, conn, err := a.dialIDs(cmd.Context(), args, format)
 			if err != nil {
 				return err
 			}

@@ -17,8 +17,8 @@ import (
 )
 
 // outboundWS is a workspace whose email replies go to sink, with the
-// outbound settings given.
-func outboundWS(t *testing.T, sink *testutil.SMTPSink, outbound string) (ws, web string) {
+// outbound settings given and more of courier: (indented two spaces).
+func outboundWS(t *testing.T, sink *testutil.SMTPSink, outbound string, more ...string) (ws, web string) {
 	t.Helper()
 	ws, web = newWorkspace(t), testutil.FreeAddr(t)
 	writeConfig(t, ws, fmt.Sprintf(`courier:
@@ -32,7 +32,7 @@ func outboundWS(t *testing.T, sink *testutil.SMTPSink, outbound string) (ws, web
         - name: work
           addresses: [agent@corp.example]
           smtp: {host: %s, port: %d, tls: none}
-`, web, outbound, sink.Host(), sink.Port()))
+%s`, web, outbound, sink.Host(), sink.Port(), strings.Join(more, "")))
 	return ws, web
 }
 

@@ -98,13 +98,19 @@ func (b *Backend) Fail(ctx context.Context, c agentapi.Caller, req agentapi.Fail
 func (b *Backend) Send(ctx context.Context, c agentapi.Caller, req *agentapi.SendRequest, files agentapi.Files) (*agentapi.SendResult, error) {
 	res, err := b.send(ctx, c, req, files)
 	if err != nil {
-		var e *agentapi.Error
-		if !errors.As(err, &e) {
-			e = &agentapi.Error{Code: fault.ExitCode(err), Message: strings.TrimSpace(err.Error())}
-		}
-		return nil, e
+		return nil, refusal(err)
 	}
 	return res, nil
+}
+
+// refusal is err as the socket answers it: the exit code of its kind and
+// its message.
+func refusal(err error) *agentapi.Error {
+	var e *agentapi.Error
+	if !errors.As(err, &e) {
+		e = &agentapi.Error{Code: fault.ExitCode(err), Message: strings.TrimSpace(err.Error())}
+	}
+	return e
 }
 
 func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.SendRequest, files agentapi.Files) (*agentapi.SendResult, error) {

@@ -2,7 +2,6 @@ package agents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -85,11 +84,7 @@ func mayTouch(ctx context.Context, mb *mailbox.Mailbox, c agentapi.Caller, id st
 func (b *Backend) Outbound(ctx context.Context, c agentapi.Caller, req agentapi.OutboundRequest) (*agentapi.OutboundResult, error) {
 	res, err := b.outbound(ctx, c, req)
 	if err != nil {
-		var e *agentapi.Error
-		if !errors.As(err, &e) {
-			e = &agentapi.Error{Code: fault.ExitCode(err), Message: strings.TrimSpace(err.Error())}
-		}
-		return nil, e
+		return nil, refusal(err)
 	}
 	return res, nil
 }
