@@ -32,7 +32,7 @@ func TestHooksVisible(t *testing.T) {
 	s := startServe(t, ws, web)
 	sendReply(t, ws, "Report")
 	var rep hookReport
-	testutil.WaitFor(t, 20*time.Second, "a failing and a dead call on /health", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "ok's call run, a failing and a dead call on /health", func() bool {
 		rep = hookReport{}
 		resp, err := http.Get(s.Health)
 		if err != nil {
@@ -40,7 +40,8 @@ func TestHooksVisible(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		json.NewDecoder(resp.Body).Decode(&rep)
-		return rep.Hooks["failing"].Failing == 1 && rep.Hooks["broken"].Dead == 1
+		ok, there := rep.Hooks["ok"]
+		return there && ok.Backlog == 0 && rep.Hooks["failing"].Failing == 1 && rep.Hooks["broken"].Dead == 1
 	})
 	check := func(where string, rep hookReport) {
 		t.Helper()
