@@ -51,7 +51,7 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 	}
 	q := `SELECT m.id, m.provider, m.path, COALESCE(d.attempts, 0), COALESCE(d.state, 'queued') FROM messages m LEFT JOIN deliveries d ON d.id = m.id
 		WHERE m.box = 'outbound' AND m.provider IN (` + strings.Join(ph, ", ") + `)
-		AND COALESCE(d.state, 'queued') != 'sending' AND COALESCE(d.next_at, 0) <= :now
+		AND COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= :now
 		ORDER BY m.ts, m.id LIMIT ` + fmt.Sprint(limit+len(skip))
 	rows, err := mb.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -121,7 +121,8 @@ func (mb *Mailbox) ClaimDelivery(ctx context.Context, id, owner string, now time
 			attempts = 0
 		case err != nil:
 			return err
-		case state == DeliverySending || next > now.UnixNano():
+		case state == DeliverySending || state == DeliveryCancelled || next > now.UnixNano():
+			// Being sent, taken out by CancelQueued, or not due.
 			return nil
 		}
 		attempts++
@@ -414,7 +415,7 @@ type OutboundStatus struct {
 func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 	now := mb.now().UnixNano()
 	rows, err := mb.db.QueryContext(ctx, `SELECT m.provider, COUNT(*),
-		SUM(CASE WHEN COALESCE(d.state, 'queued') != 'sending' AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
+		SUM(CASE WHEN COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'retry' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'scheduled' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'sending' THEN 1 ELSE 0 END),

@@ -565,9 +565,11 @@ func (mb *Mailbox) Lookup(ctx context.Context, key string) (string, bool, error)
 	return id, true, nil
 }
 
-// Count returns the number of entries per status.
+// Count returns the number of inbound messages per status (the drafts'
+// are OutboundStatus's and DeadDrafts': a dead draft is not a dead
+// message of the inbox).
 func (mb *Mailbox) Count(ctx context.Context) (map[Status]int, error) {
-	rows, err := mb.db.QueryContext(ctx, `SELECT `+statusSQL+` AS s, COUNT(*) FROM messages m LEFT JOIN claims c ON c.id = m.id GROUP BY s`,
+	rows, err := mb.db.QueryContext(ctx, `SELECT `+statusSQL+` AS s, COUNT(*) FROM messages m LEFT JOIN claims c ON c.id = m.id WHERE m.direction = 'inbound' GROUP BY s`,
 		sql.Named("now", mb.now().UnixNano()))
 	if err != nil {
 		return nil, dbError(err)

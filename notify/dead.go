@@ -15,24 +15,15 @@ import (
 // DeadCounts returns how many calls each hook has set aside in its dead
 // letters (none when the service never ran hooks).
 func DeadCounts(ctx context.Context, db *sql.DB) (map[string]int, error) {
-	rows, err := db.QueryContext(ctx, `SELECT hook, COUNT(*) FROM notify_dead GROUP BY hook`)
-	if err != nil {
-		if strings.Contains(err.Error(), "no such table") {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("notify: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]int{}
-	for rows.Next() {
+	err := eachRow(ctx, db, `SELECT hook, COUNT(*) FROM notify_dead GROUP BY hook`, func(rows *sql.Rows) error {
 		var h string
 		var n int
-		if err := rows.Scan(&h, &n); err != nil {
-			return nil, fmt.Errorf("notify: %w", err)
-		}
+		err := rows.Scan(&h, &n)
 		out[h] = n
-	}
-	return out, rows.Err()
+		return err
+	})
+	return out, err
 }
 
 // Retry moves the dead letters of hooks (every hook's when none is

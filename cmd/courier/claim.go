@@ -20,18 +20,7 @@ type verb func(ctx context.Context, c *agents.Conn, id string) (agentapi.Outcome
 // agents), prints a result per id, and returns the exit status of the
 // first failure.
 func (a *app) each(ctx context.Context, args []string, format string, v verb) error {
-	if err := checkFormat(format, []string{"text", "json"}); err != nil {
-		return err
-	}
-	ids, err := a.ids(args)
-	if err != nil {
-		return err
-	}
-	l, err := a.local()
-	if err != nil {
-		return err
-	}
-	c, err := l.Dial(ctx)
+	ids, c, err := a.dialIDs(ctx, args, format)
 	if err != nil {
 		return err
 	}
@@ -64,6 +53,28 @@ func (a *app) each(ctx context.Context, args []string, format string, v verb) er
 		return &exitError{code: first}
 	}
 	return nil
+}
+
+// dialIDs checks --format (text or json), reads the ids args name, and
+// opens the connection a writing verb goes through: the service's socket,
+// or the mailbox.
+func (a *app) dialIDs(ctx context.Context, args []string, format string) ([]string, *agents.Conn, error) {
+	if err := checkFormat(format, []string{"text", "json"}); err != nil {
+		return nil, nil, err
+	}
+	ids, err := a.ids(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := a.local()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := l.Dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ids, c, nil
 }
 
 func (a *app) claimCommand() *cobra.Command {

@@ -43,7 +43,9 @@ func TestHooksRetryCommand(t *testing.T) {
 	if o, e, code := cli(t, ws, "", "hooks", "retry", "wake"); code != 0 || !strings.HasPrefix(o, "1 call(s) put back") {
 		t.Errorf("retry: exit %d, %s%s", code, o, e)
 	}
-	if out, _, _ := cli(t, ws, "", "status"); strings.Contains(out, "Hooks:") {
+	// The call is back in the hook's queue: status shows it there, and no
+	// dead letter (issue 19, item 5: every hook's backlog shows).
+	if out, _, _ := cli(t, ws, "", "status"); strings.Contains(out, "set aside") || !strings.Contains(out, "Hooks:     wake: backlog 1, failing 0\n") {
 		t.Errorf("status after the retry:\n%s", out)
 	}
 	mb, err = mailbox.Open(ws, nil)

@@ -81,7 +81,7 @@ it the caller's user.`,
 		c.GroupID = "service"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.initCommand(), a.validateCommand(), a.reindexCommand(), a.hooksCommand(), a.pruneCommand(), a.backupCommand()} {
+	for _, c := range []*cobra.Command{a.initCommand(), a.validateCommand(), a.reindexCommand(), a.hooksCommand(), a.outboundCommand(), a.pruneCommand(), a.backupCommand()} {
 		c.GroupID = "maint"
 		root.AddCommand(c)
 	}

@@ -171,6 +171,7 @@ func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbo
 		}
 	}
 	svc, lt := service.Assemble(cfg, set, mb, a.dz, log, serveHTTP, socket)
+	b.Wake = svc.Engine.Wake
 	return svc, lt, func() { b.Close() }, nil
 }
 

@@ -42,7 +42,9 @@ func (a *app) statusCommand() *cobra.Command {
 				if rep, err = service.Offline(cmd.Context(), mb, nil, nil); err != nil {
 					return err
 				}
-				rep.Listen = cfg.Courier.HTTP.Listen
+				// No listener: rep.Listen stays empty, and status names
+				// no address nothing listens on.
+				rep.Hooks = service.HookStates(cmd.Context(), mb, service.HookNames(cfg))
 			}
 			if mb, err := a.Mailbox(); err == nil {
 				rep.HookDead, _ = notify.DeadCounts(cmd.Context(), mb.DB())
@@ -162,6 +164,9 @@ func printReport(w io.Writer, r service.Report) {
 		fmt.Fprintln(w, "Outbound:")
 		for _, q := range r.Outbound {
 			fmt.Fprintf(w, "  %-6s queued %d (due %d, sending %d, retrying %d, scheduled %d)", q.Provider, q.Queued, q.Due, q.Sending, q.Retrying, q.Scheduled)
+			if q.Dead > 0 {
+				fmt.Fprintf(w, "; dead %d (`courier outbound list` says why)", q.Dead)
+			}
 			if q.Waiting != "" && r.Service != "stopped" {
 				fmt.Fprintf(w, "; waiting: %s", q.Waiting)
 			}
@@ -199,17 +204,36 @@ func deadLetterLines(w io.Writer, r service.Report) {
 	}
 }
 
-// hookDeadLines says, per hook that has any, how many calls are set aside
-// in its dead letters.
+// hookDeadLines says, per hook, its dead letters, backlog, failing calls
+// and last error (Report.Hooks); from a report without them, the dead
+// letters alone.
 func hookDeadLines(w io.Writer, r service.Report) {
-	names := make([]string, 0, len(r.HookDead))
+	names := make([]string, 0, len(r.HookDead)+len(r.Hooks))
 	for name, n := range r.HookDead {
-		if n > 0 {
+		if _, ok := r.Hooks[name]; n > 0 && !ok {
 			names = append(names, name)
 		}
 	}
+	for name := range r.Hooks {
+		names = append(names, name)
+	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(w, "Hooks:     %s: %d call(s) set aside in its dead letters (`courier hooks retry %s` runs them again)\n", name, r.HookDead[name], name)
+		st, ok := r.Hooks[name]
+		if !ok {
+			st.Dead = r.HookDead[name]
+		}
+		line := "Hooks:     " + name + ": "
+		if st.Dead > 0 {
+			line += fmt.Sprintf("%d call(s) set aside in its dead letters (`courier hooks retry %s` runs them again); ", st.Dead, name)
+		}
+		line += fmt.Sprintf("backlog %d, failing %d", st.Backlog, st.Failing)
+		if st.RetryAt != nil {
+			line += " (next try " + st.RetryAt.Format(time.RFC3339) + ")"
+		}
+		if st.LastError != "" {
+			line += "; last error: " + st.LastError
+		}
+		fmt.Fprintln(w, line)
 	}
 }

@@ -21,6 +21,9 @@
 //	POST /v1/send   multipart/form-data: a part "request" (SendRequest, JSON),
 //	                then one part "artifact.<i>" per entry of its Files,
 //	                in order                            a SendResult
+//	POST /v1/outbound {"verb", "id"}                   an OutboundResult
+//	                (verb retry, requeue or cancel: `courier outbound`;
+//	                served when the Backend is an Operator)
 //
 // Every answer is JSON; a refusal is an Error: the exit code the command
 // line exits with and the message it prints, exactly as it would have
@@ -234,6 +237,38 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// OutboundRequest is `courier outbound retry|requeue|cancel ID`.
+type OutboundRequest struct {
+	Verb string `json:"verb"` // retry, requeue or cancel
+	ID   string `json:"id"`
+}
+
+// Outbound verbs.
+const (
+	OutboundRetry   = "retry"
+	OutboundRequeue = "requeue"
+	OutboundCancel  = "cancel"
+)
+
+// OutboundResult is what an outbound verb did to a draft.
+type OutboundResult struct {
+	ID   string `json:"id"`
+	Verb string `json:"verb"`
+	// Status is the draft's status after the verb: queued, or dead for a
+	// cancelled one (see mailbox.OutboundDraft).
+	Status string `json:"status"`
+	// Path is the draft's file after the verb, relative to the workspace.
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// Operator is what the service does for the operator's verbs on the
+// outbound queue. A Backend that is an Operator serves /v1/outbound; a
+// refusal is an *Error (77 for a Caller that may not act on the draft).
+type Operator interface {
+	Outbound(ctx context.Context, c Caller, req OutboundRequest) (*OutboundResult, error)
+}
 
 // Files gives a send the content of its artifacts given by path.
 type Files interface {

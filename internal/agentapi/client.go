@@ -137,6 +137,20 @@ func (c *Client) outcome(ctx context.Context, path string, req any) (Outcome, er
 	return o, err
 }
 
+// Outbound asks the service for an outbound verb (retry, requeue,
+// cancel); a refusal is an *Error.
+func (c *Client) Outbound(ctx context.Context, req OutboundRequest) (*OutboundResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var res OutboundResult
+	if err := c.do(ctx, http.MethodPost, "/v1/outbound", "application/json", bytes.NewReader(body), &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // Send sends a draft; open gives the content of the artifact at index i for
 // each of req.Files, in order, and is called while the request is written
 // (the content is streamed, never held whole). A refusal is an *Error.

@@ -271,6 +271,22 @@ func (s *Server) handler() http.Handler {
 		}
 	})
 	mux.HandleFunc("POST /v1/send", s.send)
+	if op, ok := s.opts.Backend.(Operator); ok {
+		mux.HandleFunc("POST /v1/outbound", func(w http.ResponseWriter, r *http.Request) {
+			var req OutboundRequest
+			c, ok := s.decode(w, r, &req)
+			if !ok {
+				return
+			}
+			s.audit(c, "outbound "+req.Verb, req.ID, "")
+			res, err := op.Outbound(r.Context(), c, req)
+			if err != nil {
+				writeError(w, asError(err))
+				return
+			}
+			writeJSON(w, http.StatusOK, res)
+		})
+	}
 	return mux
 }
 
@@ -364,11 +380,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		// announced, no more) before answering: a peer still writing them
 		// would otherwise see its connection reset instead of the answer.
 		files.drain()
-		var e *Error
-		if !errors.As(err, &e) {
-			e = &Error{Code: 70, Message: err.Error()}
-		}
-		writeError(w, e)
+		writeError(w, asError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -467,6 +479,16 @@ func status(code int) int {
 }
 
 func writeError(w http.ResponseWriter, e *Error) { writeJSON(w, status(e.Code), e) }
+
+// asError is err as a refusal: itself if it is one, else an internal
+// error (70).
+func asError(err error) *Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: 70, Message: err.Error()}
+	}
+	return e
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

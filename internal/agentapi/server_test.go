@@ -434,3 +434,46 @@ func TestStopFinishesRequests(t *testing.T) {
 		t.Errorf("socket after Stop: %v", err)
 	}
 }
+
+// operator is a backend that serves the outbound verbs too.
+type operator struct {
+	backend
+	got []agentapi.Caller
+}
+
+func (o *operator) Outbound(_ context.Context, c agentapi.Caller, req agentapi.OutboundRequest) (*agentapi.OutboundResult, error) {
+	o.got = append(o.got, c)
+	if !c.Owner {
+		return nil, &agentapi.Error{Code: 77, Message: "not yours"}
+	}
+	return &agentapi.OutboundResult{ID: req.ID, Verb: req.Verb, Status: "queued", Message: "ok"}, nil
+}
+
+// /v1/outbound is served for a Backend that is an Operator, with the
+// Caller the kernel names: the owner's request goes through, another
+// user's gets the Operator's refusal; a plain Backend does not serve it.
+func TestOutboundThroughSocket(t *testing.T) {
+	op := &operator{}
+	path := filepath.Join(t.TempDir(), "courier.sock")
+	start(t, path, op, nil)
+	res, err := dial(t, path).Outbound(ctx, agentapi.OutboundRequest{Verb: agentapi.OutboundCancel, ID: "email_out_1"})
+	if err != nil || res.ID != "email_out_1" || res.Verb != "cancel" {
+		t.Fatalf("owner: %+v %v", res, err)
+	}
+	other := uint32(os.Getuid() + 4242)
+	path2 := filepath.Join(t.TempDir(), "courier.sock")
+	start(t, path2, op, &agentapi.Options{Owner: &other})
+	_, err = dial(t, path2).Outbound(ctx, agentapi.OutboundRequest{Verb: agentapi.OutboundRequeue, ID: "email_out_1"})
+	var e *agentapi.Error
+	if os.Getuid() != 0 && (!errors.As(err, &e) || e.Code != 77) {
+		t.Errorf("another user: %v", err)
+	}
+	if len(op.got) != 2 || !op.got[0].Owner || op.got[1].Owner != (os.Getuid() == 0) || op.got[1].UID != uint32(os.Getuid()) {
+		t.Errorf("callers %+v", op.got)
+	}
+	path3 := filepath.Join(t.TempDir(), "courier.sock")
+	start(t, path3, &backend{}, nil)
+	if _, err := dial(t, path3).Outbound(ctx, agentapi.OutboundRequest{Verb: "retry", ID: "x"}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a Backend that is no Operator: %v", err)
+	}
+}

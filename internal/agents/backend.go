@@ -25,9 +25,15 @@ type Backend struct {
 	Mailbox   *mailbox.Mailbox
 	Dropzone  *dropzone.Store // held to limits.max_artifact_bytes
 	Providers providers.Set
+	// Wake asks the outbound engine to look at the queue now (after an
+	// outbound retry or requeue); nil does nothing.
+	Wake func()
 }
 
-var _ agentapi.Backend = (*Backend)(nil)
+var (
+	_ agentapi.Backend  = (*Backend)(nil)
+	_ agentapi.Operator = (*Backend)(nil)
+)
 
 // NewBackend is the Backend of the service of the workspace at root, with
 // a dropzone of its own held to limits.max_artifact_bytes (the service's
@@ -92,13 +98,19 @@ func (b *Backend) Fail(ctx context.Context, c agentapi.Caller, req agentapi.Fail
 func (b *Backend) Send(ctx context.Context, c agentapi.Caller, req *agentapi.SendRequest, files agentapi.Files) (*agentapi.SendResult, error) {
 	res, err := b.send(ctx, c, req, files)
 	if err != nil {
-		var e *agentapi.Error
-		if !errors.As(err, &e) {
-			e = &agentapi.Error{Code: fault.ExitCode(err), Message: strings.TrimSpace(err.Error())}
-		}
-		return nil, e
+		return nil, refusal(err)
 	}
 	return res, nil
+}
+
+// refusal is err as the socket answers it: the exit code of its kind and
+// its message.
+func refusal(err error) *agentapi.Error {
+	var e *agentapi.Error
+	if !errors.As(err, &e) {
+		e = &agentapi.Error{Code: fault.ExitCode(err), Message: strings.TrimSpace(err.Error())}
+	}
+	return e
 }
 
 func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.SendRequest, files agentapi.Files) (*agentapi.SendResult, error) {

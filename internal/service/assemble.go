@@ -31,7 +31,7 @@ func Version() string { return buildinfo.Version() }
 // letters (NewDeadLetterSink). Start the Lifetime to run it.
 func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dropzone.Store, log *slog.Logger,
 	serveHTTP func(http.Handler) Component, extra ...Component) (*Service, *Lifetime) {
-	svc := &Service{Mailbox: mb, Version: Version(), Listen: cfg.Courier.HTTP.Listen}
+	svc := &Service{Mailbox: mb, Version: Version(), Listen: cfg.Courier.HTTP.Listen, Hooks: HookNames(cfg)}
 	metrics := svc.Metrics()
 	d := cfg.Courier.Debounce
 	pipeline := ingest.New(mb, &ingest.Options{

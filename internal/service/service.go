@@ -16,6 +16,7 @@ import (
 	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/notify"
 	"github.com/monoco/courier/outbound"
 	"github.com/monoco/courier/schema"
 )
@@ -36,6 +37,8 @@ type Service struct {
 	Ignored     map[schema.Provider]*adapters.Ignored
 	Version     string
 	Listen      string
+	// Hooks are the names of the hooks of courier.notify.
+	Hooks []string
 
 	started  time.Time
 	stopping atomic.Bool
@@ -74,12 +77,18 @@ type Report struct {
 	Ignored    map[string]map[string]uint64       `json:"ignored,omitempty"`
 	// HookDead is the calls each hook set aside (notify.DeadCounts).
 	HookDead map[string]int `json:"hook_dead,omitempty"`
-	Error    string         `json:"error,omitempty"`
+	// Hooks is each hook's backlog, failing calls, last error and dead
+	// letters (hooks.go).
+	Hooks map[string]notify.State `json:"hooks,omitempty"`
+	Error string                  `json:"error,omitempty"`
 }
 
 // Queue is one provider's outbound queue.
 type Queue struct {
 	mailbox.OutboundStatus
+	// Dead is the provider's drafts in .deadletter/ (courier outbound
+	// list shows why, requeue puts them back).
+	Dead    int    `json:"dead"`
 	Enabled bool   `json:"enabled"`
 	Waiting string `json:"waiting,omitempty"` // why drafts are not being sent
 }
@@ -135,6 +144,7 @@ func (s *Service) Report(ctx context.Context) Report {
 		r.Totals.Sent, r.Totals.Failed = s.Engine.Counts()
 	}
 	s.unfiled(&r)
+	r.Hooks = HookStates(ctx, s.Mailbox, s.Hooks)
 	return r
 }
 
@@ -177,13 +187,26 @@ func Offline(ctx context.Context, mb *mailbox.Mailbox, enabled []schema.Provider
 	if err != nil {
 		return r, err
 	}
+	dead, err := mb.DeadDrafts(ctx)
+	if err != nil {
+		return r, err
+	}
+	queued := map[schema.Provider]bool{}
+	for _, q := range qs {
+		queued[q.Provider] = true
+	}
+	for p := range dead {
+		if !queued[p] {
+			qs = append(qs, mailbox.OutboundStatus{Provider: p}) // dead drafts only
+		}
+	}
 	on := map[schema.Provider]bool{}
 	for _, p := range enabled {
 		on[p] = true
 	}
 	for _, q := range qs {
-		e := Queue{OutboundStatus: q, Enabled: on[q.Provider]}
-		if !e.Enabled {
+		e := Queue{OutboundStatus: q, Dead: dead[q.Provider], Enabled: on[q.Provider]}
+		if !e.Enabled && q.Queued > 0 {
 			e.Waiting = waiting[q.Provider]
 			if e.Waiting == "" {
 				e.Waiting = "the " + string(q.Provider) + " adapter is not enabled in the config (courier.adapters." + string(q.Provider) + ".enabled)"
@@ -298,7 +321,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range append([]*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc}, unfiledDescs...) {
+	for _, d := range append(append([]*prometheus.Desc{receivedDesc, dupDesc, mergedDesc, healthDesc, queueDesc, inboxDesc}, unfiledDescs...), hookDescs...) {
 		ch <- d
 	}
 }
@@ -325,6 +348,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.s.Mailbox == nil {
 		return
 	}
+	c.s.collectHooks(ctx, ch)
 	if qs, err := c.s.Mailbox.Outbound(ctx); err == nil {
 		depth := map[string]int{}
 		for name := range c.s.Adapters {
