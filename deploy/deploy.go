@@ -2,7 +2,7 @@
 // hardened systemd unit (courier.service: Type=notify with a watchdog, a
 // dedicated user, a read-only system) and the example configuration
 // (courier.example.yaml) that `courier init` writes. Both are embedded, so
-// the binary can print or install them; README.md says how to install.
+// the binary can print or install them; deploy/README.md says how to install.
 package deploy
 
 import _ "embed"

@@ -93,7 +93,7 @@ func TestDigestLeavesOutTrace(t *testing.T) {
 	}
 }
 
-// TestReceiverNoMessageIDWindow: the README's sample (no Message-ID, no
+// TestReceiverNoMessageIDWindow: the sample of docs/email.md (no Message-ID, no
 // Date) sent twice within the dedupe window is one message; sent again
 // after it, a second one; notes say how the id was made.
 func TestReceiverNoMessageIDWindow(t *testing.T) {

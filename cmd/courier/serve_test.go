@@ -47,7 +47,7 @@ func sendMail(addr, from, to, msgID, subject, body string) error {
 
 // mailText is a mail dated now. A client that tries again sends the same
 // bytes, as an MTA does: a mail with its Message-ID and another Date is
-// another mail (the README's "Email identity").
+// another mail (docs/email.md, "Email identity").
 func mailText(from, to, msgID, subject, body string) []byte {
 	return fmt.Appendf(nil, "From: %s\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s>\r\nDate: %s\r\n\r\n%s\r\n",
 		from, to, subject, msgID, time.Now().Format(time.RFC1123Z), body)

@@ -12,7 +12,7 @@ import (
 	"github.com/monoco/courier/schema"
 )
 
-// The exit codes agents and scripts rely on (README, `courier --help`).
+// The exit codes agents and scripts rely on (docs/agents.md, `courier --help`).
 func TestExitCodes(t *testing.T) {
 	for k, want := range map[Kind]int{
 		NotFound: 1, Conflict: 2, NoService: 3, Timeout: 4, Usage: 64, Invalid: 65, NoInput: 66,

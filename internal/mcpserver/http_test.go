@@ -199,7 +199,7 @@ func TestResourcesListCacheScope(t *testing.T) {
 // TestHTTPProtocolVersion: /mcp speaks up to 2025-11-25, because the
 // go-sdk (v1.8.0) serves 2026-07-28 over streamable HTTP only when
 // stateless, where there are no sessions and no event stream, so the
-// clients of the 2025 protocols could not be told of new mail (README,
+// clients of the 2025 protocols could not be told of new mail (docs/agents.md,
 // "Protocol versions"). A client that asks for 2026-07-28 is answered
 // 2025-11-25. When the SDK serves both on one endpoint, this fails.
 func TestHTTPProtocolVersion(t *testing.T) {
