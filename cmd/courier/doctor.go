@@ -270,8 +270,9 @@ func hasInlineSecret(cfg *config.Config) bool {
 
 // secretFiles returns the files the config's secrets are read from, each
 // once (the flat email keys' password_file is also their account's), and
-// courier.mcp.token_file, relative to the workspace at root: the bearer
-// token of /mcp answers all mail as much as any provider's.
+// courier.mcp.token_file (which Load made absolute, from the config's
+// folder; root is for a config without a file): the bearer token of /mcp
+// answers all mail as much as any provider's.
 func secretFiles(cfg *config.Config, root string) []string {
 	var out []string
 	seen := map[string]bool{}

@@ -99,6 +99,11 @@ func parse(data []byte, dir string, secrets bool, adapters []Adapter) (*Config, 
 	if errs := c.validate(lines, secrets); len(errs) > 0 {
 		return nil, errs
 	}
+	// Every *_file key is relative to the config file's folder, the
+	// secrets' (readSecret) and this one alike.
+	if f := c.Courier.MCP.TokenFile; f != "" && !filepath.IsAbs(f) && dir != "" {
+		c.Courier.MCP.TokenFile = filepath.Join(dir, f)
+	}
 	return c, nil
 }
 
