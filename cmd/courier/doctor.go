@@ -145,6 +145,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		// another program holds) fails here rather than at start.
 		report("http listen", checkListen(ctx, cfg.Courier.HTTP.Listen), cfg.Courier.HTTP.Listen+" can be bound")
 	}
+	a.doctorServe(cfg, rep, live, report) // doctor_serve.go
 	a.doctorAdapters(ctx, cfg, live, rep.PID, report)
 	return checks
 }

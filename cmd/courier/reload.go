@@ -148,7 +148,7 @@ func (r *reloader) apply(ctx context.Context) service.Reload {
 		return out
 	}
 	r.cur = next
-	r.svc.SetConfig(service.ConfigState{Path: next.Path, Hash: next.Hash})
+	r.svc.SetConfig(service.ConfigState{Path: configName(next), Hash: next.Hash})
 	return out
 }
 

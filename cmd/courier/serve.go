@@ -157,7 +157,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		log.Error("courier could not start", "err", err)
 		return fault.Wrap(fault.Unavailable, err)
 	}
-	svc.SetConfig(service.ConfigState{Path: cfg.Path, Hash: cfg.Hash})
+	svc.SetConfig(service.ConfigState{Path: configName(cfg), Hash: cfg.Hash})
 	r := &reloader{a: a, svc: svc, backend: b, redact: redact, env: env, log: log, level: level, levelFlag: lf.level != "",
 		started: cfg, cur: cfg, set: set}
 	a.serving(ctx, cfg, svc, lt, log, hup, r.reload)
