@@ -72,6 +72,11 @@ func liveKey(key string) bool {
 // and to /health.
 func (r *reloader) reload(ctx context.Context) {
 	r.log.Info("reloading the config (SIGHUP)", "config", configName(r.cur))
+	// A SIGTERM meanwhile must not cut a provider's restart short (its
+	// old sources left running beside the new): the reload has the
+	// shutdown's grace, then the service stops.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(r.cur.Courier.Outbound.ShutdownGrace.D(), 30*time.Second))
+	defer cancel()
 	out := r.apply(ctx)
 	out.At = time.Now().UTC()
 	switch out.Outcome {

@@ -3,9 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,16 +20,7 @@ import (
 // health reads the service's /health.
 func health(t *testing.T, web string) service.Report {
 	t.Helper()
-	resp, err := http.Get("http://" + web + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var rep service.Report
-	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return laneHealth(t, "http://"+web+"/health")
 }
 
 func fileHash(t *testing.T, path string) string {
