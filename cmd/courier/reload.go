@@ -146,7 +146,7 @@ func (r *reloader) apply(ctx context.Context) service.Reload {
 		out.Applied = append(out.Applied, k)
 	}
 	errs = append(errs, r.restartProviders(ctx, set, restart, &out)...)
-	r.backend.Reload(next, r.set)
+	r.backend.Reload(r.liveConfig(next), r.set)
 	if len(errs) > 0 {
 		// r.cur stays: the next reload tries again what failed.
 		out.Outcome, out.Error = "failed", errors.Join(errs...).Error()
@@ -155,6 +155,16 @@ func (r *reloader) apply(ctx context.Context) service.Reload {
 	r.cur = next
 	r.svc.SetConfig(service.ConfigState{Path: configName(next), Hash: next.Hash})
 	return out
+}
+
+// liveConfig is the config the agents' socket checks drafts by after a
+// reload: the one serve started with, but for what a reload applies
+// (courier.limits; max_artifact_bytes stays, with the dropzone's bound).
+func (r *reloader) liveConfig(next *config.Config) *config.Config {
+	c := *r.started
+	c.Courier.Limits = next.Courier.Limits
+	c.Courier.Limits.MaxArtifactBytes = r.started.Courier.Limits.MaxArtifactBytes
+	return &c
 }
 
 // load reads the config again and builds its providers, as serve did.
