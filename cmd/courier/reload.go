@@ -52,6 +52,7 @@ type reloader struct {
 	started *config.Config // what serve started with: the keys only a restart applies
 	cur     *config.Config // what runs now
 	set     providers.Set  // the providers that run now
+	count   int            // reloads so far
 }
 
 // liveKey reports whether a reload applies key (as config.Diff names
@@ -90,11 +91,15 @@ func (r *reloader) reload(ctx context.Context) {
 	for _, k := range out.NeedsRestart {
 		r.log.Warn("needs a restart: "+k, "key", k)
 	}
-	out = r.svc.Reloaded(out)
+	// The file first, then /health: whoever saw this reload on /health
+	// finds it in the file too.
+	r.count++
+	out.Count = r.count
 	b, _ := json.Marshal(reloadFile{PID: os.Getpid(), Reload: out})
 	if err := daemon.WriteReloadFile(r.a.root, b); err != nil {
 		r.log.Warn("could not write the reload's outcome for `courier reload`", "err", err)
 	}
+	r.svc.Reloaded(out)
 }
 
 // reloadFile is what the service writes after each reload

@@ -23,6 +23,13 @@ func health(t *testing.T, web string) service.Report {
 	return laneHealth(t, "http://"+web+"/health")
 }
 
+// waitLog waits for the service's log to hold want: the log comes
+// through a pipe, after what /health and `courier reload` already say.
+func waitLog(t *testing.T, s *testutil.Serve, want string) bool {
+	t.Helper()
+	return testutil.Poll(10*time.Second, func() bool { return strings.Contains(s.Log(), want) })
+}
+
 func fileHash(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -88,7 +95,7 @@ func TestReloadEndToEnd(t *testing.T) {
 	if p, err := daemon.ReadPIDFile(daemon.PIDPath(ws)); err != nil || p != pid {
 		t.Errorf("pid file after SIGHUP: %d %v, want %d", p, err, pid)
 	}
-	if !strings.Contains(s.Log(), "reload applied") {
+	if !waitLog(t, s, "reload applied") {
 		t.Errorf("no log line of the reload:\n%s", s.Log())
 	}
 	if code := s.Stop(t); code != 0 {
@@ -122,7 +129,7 @@ func TestReloadRefusedAndNeedsRestart(t *testing.T) {
 	pid, _ := daemon.ReadPIDFile(daemon.PIDPath(ws))
 	syscall.Kill(pid, syscall.SIGHUP)
 	testutil.WaitFor(t, 10*time.Second, "the refusal on /health", func() bool { r := health(t, web).Reload; return r != nil && r.Outcome == "refused" })
-	if !strings.Contains(s.Log(), "reload refused") || !strings.Contains(s.Log(), "indented with a tab") {
+	if !waitLog(t, s, "reload refused") || !waitLog(t, s, "indented with a tab") {
 		t.Errorf("the log does not say why the reload was refused:\n%s", s.Log())
 	}
 	// A secret file that is missing: only the service reads secrets, and
@@ -145,7 +152,7 @@ func TestReloadRefusedAndNeedsRestart(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "applied courier.notify") || !strings.Contains(out, "needs a restart: courier.http.listen") {
 		t.Errorf("reload with a new listen address: exit %d\n%s%s", code, out, e)
 	}
-	if !strings.Contains(s.Log(), "needs a restart: courier.http.listen") {
+	if !waitLog(t, s, "needs a restart: courier.http.listen") {
 		t.Errorf("the log does not name the key that needs a restart:\n%s", s.Log())
 	}
 	if rep := health(t, web); len(rep.Reload.NeedsRestart) != 1 {
@@ -182,6 +189,7 @@ func TestReloadRestartsOneProvider(t *testing.T) {
 		t.Fatalf("the SMTP session opened before the reload: %v", err)
 	}
 	c.Quit()
+	waitLog(t, s, "provider restarted with the new config")
 	if n := strings.Count(s.Log(), "provider restarted with the new config"); n != 1 || !strings.Contains(s.Log(), "provider=slack") {
 		t.Errorf("%d provider restarts, want slack's alone:\n%s", n, s.Log())
 	}

@@ -73,13 +73,11 @@ func (s *Service) SetConfig(c ConfigState) {
 	s.mu.Unlock()
 }
 
-// Reloaded records the outcome of a reload, and returns it counted.
-func (s *Service) Reloaded(r Reload) Reload {
+// Reloaded records the outcome of a reload (counted by the caller).
+func (s *Service) Reloaded(r Reload) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r.Count = s.reload.Count + 1
 	s.reload = r
-	return r
 }
 
 // reloadState fills the report's config and reload.
