@@ -128,6 +128,15 @@ func (r *reloader) apply(ctx context.Context) service.Reload {
 			out.NeedsRestart = append(out.NeedsRestart, k)
 		}
 	}
+	// A provider turned on or off (or given a way to send, or a webhook,
+	// it had not) runs as it was until a restart, however many reloads.
+	shaped := map[schema.Provider]bool{}
+	for _, p := range set {
+		if !r.svc.Fits(p) {
+			shaped[p.Name] = true
+			out.NeedsRestart = append(out.NeedsRestart, "courier.adapters."+string(p.Name)+".enabled")
+		}
+	}
 	restart := map[schema.Provider]bool{}
 	var errs []error
 	for _, k := range config.Diff(r.cur, next) {
@@ -145,12 +154,17 @@ func (r *reloader) apply(ctx context.Context) service.Reload {
 			for _, p := range set {
 				restart[p.Name] = true
 			}
+		case shaped[schema.Provider(strings.TrimPrefix(k, "courier.adapters."))]:
+			continue
 		default:
 			restart[schema.Provider(strings.TrimPrefix(k, "courier.adapters."))] = true
 		}
 		out.Applied = append(out.Applied, k)
 	}
-	errs = append(errs, r.restartProviders(ctx, set, restart, &out)...)
+	for p := range shaped {
+		delete(restart, p)
+	}
+	errs = append(errs, r.restartProviders(ctx, set, restart)...)
 	r.backend.Reload(r.liveConfig(next), r.set)
 	if len(errs) > 0 {
 		// r.cur stays: the next reload tries again what failed.
@@ -193,9 +207,9 @@ func (r *reloader) load() (*config.Config, providers.Set, error) {
 }
 
 // restartProviders restarts each provider of restart with its build in
-// set. One that cannot change live needs a restart; one whose new build
-// fails to start is started again with its old one.
-func (r *reloader) restartProviders(ctx context.Context, set providers.Set, restart map[schema.Provider]bool, out *service.Reload) []error {
+// set; one whose new build fails to start is started again with its old
+// one.
+func (r *reloader) restartProviders(ctx context.Context, set providers.Set, restart map[schema.Provider]bool) []error {
 	var errs []error
 	for _, p := range set {
 		if !restart[p.Name] {
@@ -204,9 +218,6 @@ func (r *reloader) restartProviders(ctx context.Context, set providers.Set, rest
 		r.redact.Add(p.Secrets...)
 		err := r.svc.RestartProvider(ctx, p)
 		switch {
-		case errors.Is(err, service.ErrNotLive):
-			out.NeedsRestart = append(out.NeedsRestart, "courier.adapters."+string(p.Name)+".enabled")
-			out.Applied = slices.DeleteFunc(out.Applied, func(k string) bool { return k == "courier.adapters."+string(p.Name) })
 		case err != nil:
 			errs = append(errs, fmt.Errorf("restarting %s: %w; it runs its config as it was", p.Name, err))
 			r.rollBack(ctx, p.Name)

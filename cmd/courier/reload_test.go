@@ -158,6 +158,19 @@ func TestReloadRefusedAndNeedsRestart(t *testing.T) {
 	if rep := health(t, web); len(rep.Reload.NeedsRestart) != 1 {
 		t.Errorf("reload on /health: %+v", rep.Reload)
 	}
+	// A provider turned off runs until a restart, and every reload says
+	// so, not only the first.
+	off := strings.Replace(strings.Replace(good, "listen: "+web, "listen: "+other, 1), "enabled: true", "enabled: false", 1)
+	writeConfig(t, ws, off)
+	for i := range 2 {
+		out, e, code = cli(t, ws, "", "reload")
+		if code != 0 || !strings.Contains(out, "needs a restart: courier.adapters.email.enabled") || strings.Contains(out, "applied courier.adapters.email") {
+			t.Errorf("reload %d with email turned off: exit %d\n%s%s", i+1, code, out, e)
+		}
+	}
+	if err := sendMail(recv, "ann@example.com", "agent@example.com", "f2@example.com", "two", "2"); err != nil {
+		t.Errorf("email, turned off in the file, stops before a restart: %v", err)
+	}
 }
 
 // A provider's credential changed on disk restarts that provider alone:

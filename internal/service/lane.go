@@ -25,10 +25,9 @@ type lane struct {
 	restart Restart
 	clk     clock
 
-	mu      sync.Mutex // held by start, stop and replace
-	runs    []*sourceRun
-	stops   []func(context.Context) error // of the started sources, in start order
-	running bool
+	mu    sync.Mutex // held by start, stop and replace
+	runs  []*sourceRun
+	stops []func(context.Context) error // of the started sources, in start order
 
 	sender  *swapSender
 	health  *swapHealth
@@ -96,7 +95,6 @@ func (l *lane) startAt(ctx context.Context, i int) error {
 		return err
 	}
 	l.stops = append(l.stops, c.Stop)
-	l.running = true
 	return nil
 }
 
@@ -114,7 +112,7 @@ func (l *lane) stopLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	l.stops, l.running = nil, false
+	l.stops = nil
 	return errors.Join(errs...)
 }
 
@@ -137,7 +135,6 @@ func (l *lane) replace(ctx context.Context, p *adapters.Provider) error {
 		}
 		l.stops = append(l.stops, c.Stop)
 	}
-	l.running = true
 	return nil
 }
 

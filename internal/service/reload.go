@@ -24,15 +24,22 @@ import (
 // or one that gained or lost a way to send, a health or a webhook.
 var ErrNotLive = errors.New("the provider's shape changed")
 
+// Fits reports whether p can replace the running provider of its name
+// live (RestartProvider); when not, only a restart of the service runs it.
+func (s *Service) Fits(p *adapters.Provider) bool {
+	l := s.lanes[string(p.Name)]
+	return l != nil && l.fits(p)
+}
+
 // RestartProvider replaces the running provider of p's name by p, the
 // other providers running on: its sources are stopped and p's started,
 // and the outbound engine, /health and its webhook reach p from then on.
 // Sends in flight finish with the provider they began with.
 func (s *Service) RestartProvider(ctx context.Context, p *adapters.Provider) error {
-	l := s.lanes[string(p.Name)]
-	if l == nil || !l.fits(p) {
+	if !s.Fits(p) {
 		return ErrNotLive
 	}
+	l := s.lanes[string(p.Name)]
 	s.secrets.Add(p.Secrets...)
 	if d, ok := s.sink.(*deadLetterSink); ok {
 		d.secrets.Add(p.Secrets...)
