@@ -41,15 +41,9 @@ func (d *Daemon) Reload(ctx context.Context) (*Reloaded, error) {
 	} else if ok {
 		return &Reloaded{Systemd: true}, d.Systemctl(ctx, u, "reload")
 	}
-	if !mailbox.Initialized(d.Root) {
-		return nil, fault.Errorf(fault.NoService, "the service is not running (no mailbox in %s)", d.Root)
-	}
-	r, err := d.probe()
+	r, err := d.serving()
 	if err != nil {
 		return nil, err
-	}
-	if !r.held || !r.serve {
-		return nil, fault.Wrap(fault.NoService, errors.New("the service is not running"))
 	}
 	switch err := unix.Kill(r.pid, unix.SIGHUP); {
 	case errors.Is(err, unix.EPERM):
