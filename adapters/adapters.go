@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,6 +311,9 @@ const (
 	StatusConnecting = "connecting"
 	StatusError      = "error"
 	StatusDisabled   = "disabled"
+	// StatusDegraded: connected, but lacking something it needs (a
+	// scope the token was not granted): some of its work will fail.
+	StatusDegraded = "degraded"
 )
 
 // Health is what an adapter reports about itself on /health.
@@ -332,11 +336,13 @@ type HealthReporter interface {
 // HealthTracker keeps an adapter's health; adapters embed one. It is safe
 // for concurrent use. The zero value reports "connecting".
 type HealthTracker struct {
-	mu sync.Mutex
-	h  Health
+	mu      sync.Mutex
+	h       Health
+	lacking string
 }
 
-// Health returns the current health.
+// Health returns the current health: connected but lacking something
+// (Lacking) is degraded, the lack in Detail.
 func (t *HealthTracker) Health() Health {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -344,7 +350,18 @@ func (t *HealthTracker) Health() Health {
 	if h.Status == "" {
 		h.Status = StatusConnecting
 	}
+	if h.Status == StatusConnected && t.lacking != "" {
+		h.Status, h.Detail = StatusDegraded, strings.TrimPrefix(h.Detail+"; "+t.lacking, "; ")
+	}
 	return h
+}
+
+// Lacking records what the adapter lacks while it runs (its text must
+// hold no secret), "" when nothing: connected, it reports degraded.
+func (t *HealthTracker) Lacking(what string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lacking = what
 }
 
 // Set sets the status and detail.

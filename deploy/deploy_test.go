@@ -103,6 +103,8 @@ func TestUnitDirectives(t *testing.T) {
 		{"SystemCallArchitectures", "native"},
 		{"CapabilityBoundingSet", ""},
 		{"AmbientCapabilities", ""},
+		// systemctl reload sends SIGHUP, which re-reads the config.
+		{"ExecReload", "/bin/kill -HUP $MAINPID"},
 	} {
 		if got, ok := last(kv.k); !ok || got != kv.v {
 			t.Errorf("%s=%q, want %q (present: %v)", kv.k, got, kv.v, ok)

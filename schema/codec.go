@@ -180,11 +180,8 @@ func DecodeYAML(data []byte, v any) error {
 func YAMLNode(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		n, msg := splitLine(err.Error())
-		if k := syntaxErrorLine(data); k > 0 {
-			n = k
-		}
-		return nil, Errors{{Line: n, Msg: "YAML syntax error: " + msg}}
+		n, msg := syntaxError(data, err, 0)
+		return nil, Errors{{Line: n, Msg: msg}}
 	}
 	if len(doc.Content) == 0 {
 		return &yaml.Node{Kind: yaml.MappingNode}, nil

@@ -62,14 +62,11 @@ func parseDocument(data []byte) (*document, Errors) {
 
 	var doc yaml.Node
 	if err := yaml.Unmarshal(fm, &doc); err != nil {
-		n, msg := splitLine(err.Error())
-		if k := syntaxErrorLine(fm); k > 0 {
-			n = k
-		}
+		n, msg := syntaxError(fm, err, 1)
 		if n > 0 {
 			n++ // the opening delimiter is line 1
 		}
-		return nil, Errors{{Line: n, Msg: "YAML syntax error: " + msg}}
+		return nil, Errors{{Line: n, Msg: msg}}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, Errors{{Line: 2, Msg: "front matter is empty"}}
@@ -86,6 +83,36 @@ func parseDocument(data []byte) (*document, Errors) {
 // longer parses: the first line k such that every prefix of fm ending at k
 // or later fails. yaml.v3 reports the line of the enclosing construct, often
 // lines away from the mistake. Large front matter keeps yaml.v3's answer.
+// syntaxError is the line and the message of err, yaml's syntax error on
+// data, whose lines are numbered from 1+off in the message. A tab in a line's indentation, which YAML forbids, is named: yaml
+// says only "found character that cannot start any token".
+func syntaxError(data []byte, err error, off int) (int, string) {
+	n, msg := splitLine(err.Error())
+	if k := syntaxErrorLine(data); k > 0 {
+		n = k
+	}
+	msg = "YAML syntax error: " + msg
+	if t := tabIndented(data, n); t > 0 {
+		msg += fmt.Sprintf(" (line %d is indented with a tab: YAML indents with spaces only)", t+off)
+	}
+	return n, msg
+}
+
+// tabIndented is the first line, up to line n, whose indentation holds a
+// tab; 0 when none does.
+func tabIndented(data []byte, n int) int {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if i+1 > n && n > 0 {
+			break
+		}
+		ind := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+		if bytes.IndexByte(ind, '\t') >= 0 {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 func syntaxErrorLine(fm []byte) int {
 	lines := bytes.SplitAfter(fm, []byte("\n"))
 	if len(lines) > 400 {

@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -90,6 +91,11 @@ func New(o Options) (*adapters.Provider, error) {
 			}
 			accounts = append(accounts, ea)
 			p.Checks = append(p.Checks, adapters.Check{Name: "email/" + acct.Name + " smtp", Run: ea.Check})
+			if len(acct.Addresses) == 0 {
+				// Doctor says what every reply would meet.
+				why := errors.New(noAddress(acct.Name))
+				p.Checks = append(p.Checks, adapters.Check{Name: "email/" + acct.Name + " from", Run: func(context.Context) error { return why }})
+			}
 			p.Secrets = append(p.Secrets, sm.Password)
 		}
 	}

@@ -92,6 +92,10 @@ func (r *Resolver) resolveAccount(d *schema.Draft, parent *adapters.Parent, acco
 				d.Email.From = from
 			} else if len(acct.Addresses) > 0 {
 				d.Email.From = acct.Addresses[0]
+			} else {
+				// The Sender would set the draft aside at its first
+				// attempt: say so now.
+				return src.Errorf("email.account", "%s", noAddress(acct.Name))
 			}
 			return nil
 		}

@@ -451,6 +451,12 @@ func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, e
 	return from, nil
 }
 
+// noAddress says that account has no address to send from: its
+// addresses, or its login when that is an address, give them.
+func noAddress(account string) string {
+	return fmt.Sprintf("account %q has no address to send from: list it in courier.adapters.email.accounts[].addresses (its login is no address to take it from)", account)
+}
+
 // fromAddress is the address a draft goes out from: its email.from when
 // that is one of its account's own addresses (spelt as the config spells
 // it), else the account's first. A draft in outbound/ need not come from
@@ -460,7 +466,7 @@ func (s *Sender) compose(w io.Writer, acct *Account, d *schema.Draft) (string, e
 func fromAddress(acct *Account, d *schema.Draft) (string, error) {
 	if d.Email == nil || d.Email.From == "" {
 		if len(acct.Addresses) == 0 {
-			return "", adapters.Permanent(fmt.Errorf("email: account %q has no address to send from (courier.adapters.email.accounts[].addresses)", acct.Name))
+			return "", adapters.Permanent(errors.New("email: " + noAddress(acct.Name)))
 		}
 		return acct.Addresses[0], nil
 	}

@@ -57,7 +57,7 @@ func (a *Adapter) checkScopes(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("lark: the app lacks permissions: %s; grant them in the developer console (Permissions & Scopes) and publish a new version of the app", strings.Join(missing, "; "))
+		return &lacksPermissions{fmt.Sprintf("lark: the app lacks permissions: %s; grant them in the developer console (Permissions & Scopes) and publish a new version of the app", strings.Join(missing, "; "))}
 	}
 	return nil
 }
@@ -127,5 +127,23 @@ func (a *Adapter) apiGet(ctx context.Context, path string, out any) error {
 			}
 		}
 		return nil
+	}
+}
+
+// lacksPermissions is checkScopes' answer when Lark refused a permission.
+type lacksPermissions struct{ msg string }
+
+func (e *lacksPermissions) Error() string { return e.msg }
+
+// noteScopes runs doctor's permission probes in the running service:
+// what doctor fails on, /health reports (degraded, naming it). A probe
+// that could not be made (Lark out of reach) changes nothing.
+func (a *Adapter) noteScopes(ctx context.Context) {
+	var lacks *lacksPermissions
+	switch err := a.checkScopes(ctx); {
+	case err == nil:
+		a.health.Lacking("")
+	case errors.As(err, &lacks):
+		a.health.Lacking(lacks.msg)
 	}
 }

@@ -226,6 +226,7 @@ func (s *replaySource) Start(ctx context.Context) error {
 	_, err := s.r.a.tenantToken(ctx, true)
 	switch {
 	case err == nil:
+		s.r.a.noteScopes(ctx)
 	case adapters.IsRefused(err):
 		s.r.a.health.Error(err)
 		return err

@@ -1253,3 +1253,26 @@ func TestReplayP2PSavedListUnreadable(t *testing.T) {
 		t.Errorf("p2p chats saved %q, want [oc_dm oc_dm2]", v)
 	}
 }
+
+// A permission doctor fails on makes the running adapter degraded on
+// /health once its source starts, naming it (issue 19, item 6); granted,
+// the adapter is connected.
+func TestMissingPermissionDegraded(t *testing.T) {
+	w := rpNew(t)
+	w.fake.Fail(larkfake.RouteChats, larkfake.Failure{Status: 400, Code: 99991672, Msg: "Access denied. One of the following scopes is required: [im:chat:readonly]"})
+	if err := newReplaySource(w.r).(*replaySource).Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.r.a.health.Set(adapters.StatusConnected, "")
+	if h := w.r.a.health.Health(); h.Status != adapters.StatusDegraded || !strings.Contains(h.Detail, "im:chat:readonly") {
+		t.Errorf("a permission missing: %+v", h)
+	}
+	r2 := w.receiver(t)
+	if err := newReplaySource(r2).(*replaySource).Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r2.a.health.Set(adapters.StatusConnected, "")
+	if h := r2.a.health.Health(); h.Status != adapters.StatusConnected {
+		t.Errorf("every permission granted: %+v", h)
+	}
+}

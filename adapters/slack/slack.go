@@ -137,6 +137,12 @@ func (a *Adapter) Identify(ctx context.Context) (*Identity, error) {
 		return nil, fmt.Errorf("slack: auth.test: %w", err)
 	}
 	self = &Identity{UserID: r.UserID, BotID: r.BotID, TeamID: r.TeamID}
+	// What doctor fails on, the running service reports: degraded.
+	if err := missingScopes(r.Header.Get("X-OAuth-Scopes")); err != nil {
+		a.health.Lacking(err.Error())
+	} else {
+		a.health.Lacking("")
+	}
 	a.mu.Lock()
 	a.self = self
 	a.mu.Unlock()

@@ -1,8 +1,12 @@
 package slack
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/monoco/courier/adapters"
+	"github.com/monoco/courier/internal/testutil/slackfake"
 )
 
 func TestMissingScopes(t *testing.T) {
@@ -28,6 +32,33 @@ func TestMissingScopes(t *testing.T) {
 	for _, granted := range []string{"chat:write (", "channels:history (", "users:read ("} {
 		if strings.Contains(err.Error(), granted) {
 			t.Errorf("error %q names a granted scope %s", err, granted)
+		}
+	}
+}
+
+// A bot token without a scope Courier uses makes the running adapter
+// degraded on /health, naming the scope, as doctor fails on it (issue
+// 19, item 6); granted every scope, it is connected.
+func TestMissingScopesDegraded(t *testing.T) {
+	var all []string
+	for _, b := range botScopes {
+		all = append(all, b.scope)
+	}
+	for _, c := range []struct {
+		scopes, want, detail string
+	}{
+		{strings.Join(all[1:], ","), adapters.StatusDegraded, "lacks scopes: " + all[0]},
+		{strings.Join(all, ","), adapters.StatusConnected, ""},
+	} {
+		s := slackfake.New(t, slackfake.Options{Scopes: c.scopes})
+		a := newTestAdapter(t, s, nil)
+		if _, err := a.Identify(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		a.health.Set(adapters.StatusConnected, "")
+		h := a.health.Health()
+		if h.Status != c.want || !strings.Contains(h.Detail, c.detail) {
+			t.Errorf("scopes %q: health %+v, want %s", c.scopes, h, c.want)
 		}
 	}
 }

@@ -145,6 +145,7 @@ func (a *app) doctor(ctx context.Context, print bool) []doctorCheck {
 		// another program holds) fails here rather than at start.
 		report("http listen", checkListen(ctx, cfg.Courier.HTTP.Listen), cfg.Courier.HTTP.Listen+" can be bound")
 	}
+	a.doctorServe(cfg, rep, live, report) // doctor_serve.go
 	a.doctorAdapters(ctx, cfg, live, rep.PID, report)
 	return checks
 }
@@ -252,8 +253,9 @@ func weakSecrets(cfg *config.Config) []string {
 
 // secretFiles returns the files the config's secrets are read from, each
 // once (the flat email keys' password_file is also their account's), and
-// courier.mcp.token_file, relative to the workspace at root: the bearer
-// token of /mcp answers all mail as much as any provider's.
+// courier.mcp.token_file (which Load made absolute, from the config's
+// folder; root is for a config without a file): the bearer token of /mcp
+// answers all mail as much as any provider's.
 func secretFiles(cfg *config.Config, root string) []string {
 	var out []string
 	seen := map[string]bool{}

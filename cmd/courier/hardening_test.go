@@ -254,13 +254,13 @@ func TestServeRefusesReadableSecrets(t *testing.T) {
 	os.Chmod(secret, 0o600)
 
 	// courier.mcp.token_file is a secret file too (relative to the
-	// workspace): at 0644 any local user answers all mail over /mcp.
-	// serve refuses it and doctor fails on it.
-	os.WriteFile(filepath.Join(ws, "mcp.token"), []byte("mcp-token-not-for-others"), 0o644)
+	// config's folder, as every *_file key): at 0644 any local user
+	// answers all mail over /mcp. serve refuses it and doctor fails on it.
+	tok := filepath.Join(filepath.Dir(cfgPath), "mcp.token")
+	os.WriteFile(tok, []byte("mcp-token-not-for-others"), 0o644)
 	writeConfig(t, ws, base+"  mcp: {token_file: mcp.token}\n")
 	os.Chmod(cfgPath, 0o640)
 	code, out = serveExit(t, ws)
-	tok := filepath.Join(ws, "mcp.token")
 	if code != exitConfig || !strings.Contains(out, "chmod o-rwx "+tok) || strings.Contains(out, "mcp-token-not-for-others") {
 		t.Errorf("world-readable courier.mcp.token_file: exit %d:\n%s", code, out)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -24,7 +26,7 @@ import (
 
 // serviceCommands are the commands of the running service.
 func (a *app) serviceCommands() []*cobra.Command {
-	return []*cobra.Command{a.serveCommand(), a.statusCommand(), a.doctorCommand(), a.fetchCommand()}
+	return []*cobra.Command{a.serveCommand(), a.statusCommand(), a.doctorCommand(), a.fetchCommand(), a.reloadCommand()}
 }
 
 type logFlags struct{ format, level, file string }
@@ -40,7 +42,7 @@ default: the mailbox of the workspace and an SMTP receiver on
 
 SIGTERM or SIGINT stops it gracefully: no new work is taken, sends in
 flight finish (up to courier.outbound.shutdown_grace), debounce groups are
-flushed, and it exits 0. Under systemd (Type=notify) it reports READY=1
+flushed, and it exits 0. SIGHUP reloads the config (see ` + "`courier reload`" + `). Under systemd (Type=notify) it reports READY=1
 and answers the watchdog.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), lf) },
@@ -53,6 +55,12 @@ and answers the watchdog.`,
 
 // newLogger makes the service's logger: readable text, or JSON lines.
 func newLogger(w io.Writer, cfg *config.Config, lf logFlags) (*slog.Logger, error) {
+	log, _, err := newLevelLogger(w, cfg, lf)
+	return log, err
+}
+
+// newLevelLogger is newLogger with the level a reload sets.
+func newLevelLogger(w io.Writer, cfg *config.Config, lf logFlags) (*slog.Logger, *slog.LevelVar, error) {
 	format := lf.format
 	if format == "" {
 		format = cfg.Courier.Log.Format
@@ -63,16 +71,18 @@ func newLogger(w io.Writer, cfg *config.Config, lf logFlags) (*slog.Logger, erro
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError("--log-level %q is not one of debug, info, warn, error", level)
+		return nil, nil, usageError("--log-level %q is not one of debug, info, warn, error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	v := new(slog.LevelVar)
+	v.Set(lv)
+	opts := &slog.HandlerOptions{Level: v}
 	switch format {
 	case "", "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), v, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), v, nil
 	}
-	return nil, usageError("--log-format %q is not one of text, json", format)
+	return nil, nil, usageError("--log-format %q is not one of text, json", format)
 }
 
 // serveLogWriter is where serve logs: stderr, or with --log-file the
@@ -90,6 +100,11 @@ func (a *app) serveLogWriter(cfg *config.Config, lf logFlags) (io.Writer, func()
 
 // serve runs the service until ctx is cancelled (SIGTERM, SIGINT).
 func (a *app) serve(ctx context.Context, lf logFlags) error {
+	// SIGHUP reloads the config (reload.go); caught from the first, so
+	// that one sent while the service starts does not kill it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	a.secrets = true
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -103,7 +118,7 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return err
 	}
 	defer closeLog()
-	log, err := newLogger(logw, cfg, lf)
+	log, level, err := newLevelLogger(logw, cfg, lf)
 	if err != nil {
 		return err
 	}
@@ -133,25 +148,28 @@ func (a *app) serve(ctx context.Context, lf logFlags) error {
 		return fault.Wrap(fault.Config, err)
 	}
 	redact.Add(set.Secrets()...)
-	svc, lt, closeAll, err := a.assemble(cfg, set, mb, log)
+	svc, lt, b, err := a.assemble(cfg, set, mb, log)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
+	defer b.Close()
 	if err := lt.Start(ctx); err != nil {
 		log.Error("courier could not start", "err", err)
 		return fault.Wrap(fault.Unavailable, err)
 	}
 	startRetention(ctx, cfg, mb, dz, log)
-	a.serving(ctx, cfg, svc, lt, log)
+	svc.SetConfig(service.ConfigState{Path: configName(cfg), Hash: cfg.Hash})
+	r := &reloader{a: a, svc: svc, backend: b, redact: redact, env: env, log: log, level: level, levelFlag: lf.level != "",
+		started: cfg, cur: cfg, set: set}
+	a.serving(ctx, cfg, svc, lt, log, hup, r.reload)
 	return nil
 }
 
 // assemble makes the service of the workspace (service.Assemble): the
 // agents' socket beside it, and /mcp on its HTTP listener unless
-// courier.mcp.http is false. closeAll releases what they hold once the
-// service has stopped.
-func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, log *slog.Logger) (*service.Service, *service.Lifetime, func(), error) {
+// courier.mcp.http is false. Closing the agents' Backend releases what
+// they hold once the service has stopped.
+func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, log *slog.Logger) (*service.Service, *service.Lifetime, *agents.Backend, error) {
 	b, err := agents.NewBackend(a.root, cfg, mb, set)
 	if err != nil {
 		return nil, nil, nil, err
@@ -172,12 +190,13 @@ func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbo
 	}
 	svc, lt := service.Assemble(cfg, set, mb, a.dz, log, serveHTTP, socket)
 	b.Wake = svc.Engine.Wake
-	return svc, lt, func() { b.Close() }, nil
+	return svc, lt, b, nil
 }
 
-// serving says the service is ready (to the log and to systemd), waits
-// for ctx to end, and stops it.
-func (a *app) serving(ctx context.Context, cfg *config.Config, svc *service.Service, lt *service.Lifetime, log *slog.Logger) {
+// serving says the service is ready (to the log and to systemd), reloads
+// on each signal of hup, waits for ctx to end, and stops it.
+func (a *app) serving(ctx context.Context, cfg *config.Config, svc *service.Service, lt *service.Lifetime, log *slog.Logger,
+	hup <-chan os.Signal, reload func(context.Context)) {
 	svc.MarkStarted()
 	names := make([]string, 0, len(svc.Adapters))
 	for n := range svc.Adapters {
@@ -188,7 +207,15 @@ func (a *app) serving(ctx context.Context, cfg *config.Config, svc *service.Serv
 	sd.SdNotify(false, sd.SdNotifyReady)
 	stopWatchdog := service.Watchdog(ctx, svc.Mailbox, log)
 
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-hup:
+			sd.SdNotify(false, reloadingNotice())
+			reload(ctx)
+			sd.SdNotify(false, sd.SdNotifyReady)
+		}
+	}
 	o := cfg.Courier.Outbound
 	log.Info("stopping: finishing sends in flight", "grace", o.ShutdownGrace.D())
 	sd.SdNotify(false, sd.SdNotifyStopping)

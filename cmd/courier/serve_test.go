@@ -485,8 +485,10 @@ func TestDoctor(t *testing.T) {
       receiver: {smtp: %s}
       accounts:
         - name: good
+          addresses: [agent@corp.example]
           smtp: {host: %s, port: %d, tls: none}
         - name: down
+          addresses: [agent@corp.example]
           smtp: {host: %s, port: %s, tls: none}
 `, testutil.FreeAddr(t), testutil.FreeAddr(t), sink.Host(), sink.Port(), host, port))
 	out, _, code := cli(t, ws, "", "doctor")

@@ -96,14 +96,17 @@ type degraded struct {
 func (d degraded) String() string { return d.name + " is degraded: " + d.why }
 
 // degradedAdapters lists the adapters of a running service's report that
-// are in error, by name.
+// are in error or degraded (a scope missing), by name.
 func degradedAdapters(r service.Report) []degraded {
 	var out []degraded
 	for name, h := range r.Adapters {
-		if h.Status != adapters.StatusError {
+		if h.Status != adapters.StatusError && h.Status != adapters.StatusDegraded {
 			continue
 		}
 		d := degraded{name: name, why: h.LastError}
+		if h.Status == adapters.StatusDegraded {
+			d.why = h.Detail // connected, lacking what Detail says (a scope)
+		}
 		if h.RetryAt != nil {
 			d.why += "; tried again at " + h.RetryAt.Format(time.RFC3339)
 		}

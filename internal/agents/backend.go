@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/agentapi"
@@ -28,6 +29,8 @@ type Backend struct {
 	// Wake asks the outbound engine to look at the queue now (after an
 	// outbound retry or requeue); nil does nothing.
 	Wake func()
+	// live replaces Config and Providers after a reload (Reload).
+	live atomic.Pointer[backendLive]
 }
 
 var (
@@ -118,7 +121,8 @@ func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.Sen
 	if err != nil {
 		return nil, fault.Wrap(fault.Usage, err)
 	}
-	d, src, err := parseDraft(req.Name, req.Draft, req.Text, b.Config.Courier.Limits)
+	cfg, set := b.current()
+	d, src, err := parseDraft(req.Name, req.Draft, req.Text, cfg.Courier.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +131,7 @@ func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.Sen
 		// A path here is only a name: the content comes in files.
 		d.Artifacts = append(d.Artifacts, schema.DraftArtifact{ID: x.ID, Path: x.Path})
 	}
-	if err := ResolveDraft(ctx, b.Mailbox, b.Providers, d, src, req.Account, b.Config.Courier.Outbound.MaxRecipients); err != nil {
+	if err := ResolveDraft(ctx, b.Mailbox, set, d, src, req.Account, cfg.Courier.Outbound.MaxRecipients); err != nil {
 		return nil, withFile(err, req.Name)
 	}
 	if err := d.Validate(src); err != nil {
@@ -141,7 +145,7 @@ func (b *Backend) send(ctx context.Context, c agentapi.Caller, req *agentapi.Sen
 	}
 	res, err := finishDraft(ctx, b.Mailbox, d, agent, req.DryRun)
 	if err == nil {
-		res.Waiting = b.Providers.Undelivered(d.Provider)
+		res.Waiting = set.Undelivered(d.Provider)
 	}
 	return res, err
 }

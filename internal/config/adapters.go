@@ -26,6 +26,9 @@ type Adapters struct {
 	table    []Adapter
 	sections []confkit.Section // sections[i] is table[i]'s
 	node     *yaml.Node        // courier.adapters as written, until decode
+	// unenabled are the sections with settings and no enabled key
+	// (Config.Unenabled).
+	unenabled []string
 }
 
 var _ confkit.Sections = (*Config)(nil)

@@ -41,8 +41,12 @@ import (
 type Config struct {
 	Courier Courier `yaml:"courier"`
 
-	// Path is the file it was read from ("" for the embedded default).
+	// Path is the file it was read from ("" for the embedded default);
+	// Hash is the SHA-256 of its bytes, hex ("" for the default): the
+	// running service shows it on /health, and doctor compares it with
+	// the file's.
 	Path string `yaml:"-"`
+	Hash string `yaml:"-"`
 }
 
 // Courier is the courier: section.
@@ -155,8 +159,8 @@ type MCP struct {
 	// HTTP serves /mcp (default true; false: no /mcp).
 	HTTP *bool `yaml:"http"`
 	// TokenFile holds a bearer token every request to /mcp must carry
-	// (Authorization: Bearer ...), relative to the workspace unless
-	// absolute. Without it /mcp refuses every request, unless
+	// (Authorization: Bearer ...), relative to the config file's folder
+	// unless absolute, as every *_file key is (Load makes it absolute). Without it /mcp refuses every request, unless
 	// AllowAnonymous: a TCP port, even on loopback, is open to every
 	// local user, who would then read and answer the mailbox that the
 	// filesystem keeps from them.

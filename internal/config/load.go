@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +52,8 @@ func Load(path string, opts LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.Path = path
+	sum := sha256.Sum256(data)
+	c.Hash = hex.EncodeToString(sum[:])
 	return c, nil
 }
 
@@ -91,6 +95,7 @@ func parse(data []byte, dir string, secrets bool, adapters []Adapter) (*Config, 
 		return nil, errs
 	}
 	c.Courier.Debounce.off = c.Courier.Debounce.WindowMS == 0 && hasKey(root, "courier", "debounce", "window_ms")
+	c.Courier.Adapters.findUnenabled(root)
 	lines := lineFinder(root)
 	if errs := c.resolve(dir, lines, secrets); len(errs) > 0 {
 		return nil, errs
@@ -98,6 +103,11 @@ func parse(data []byte, dir string, secrets bool, adapters []Adapter) (*Config, 
 	c.applyDefaults()
 	if errs := c.validate(lines, secrets); len(errs) > 0 {
 		return nil, errs
+	}
+	// Every *_file key is relative to the config file's folder, the
+	// secrets' (readSecret) and this one alike.
+	if f := c.Courier.MCP.TokenFile; f != "" && !filepath.IsAbs(f) && dir != "" {
+		c.Courier.MCP.TokenFile = filepath.Join(dir, f)
 	}
 	return c, nil
 }
@@ -233,26 +243,10 @@ func (o *Outbound) defaults() {
 // hasKey reports whether the document root has the key at path, whatever
 // its value.
 func hasKey(root *yaml.Node, path ...string) bool {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
 	}
-	for _, k := range path {
-		if n.Kind != yaml.MappingNode {
-			return false
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				next = n.Content[i+1]
-			}
-		}
-		if next == nil {
-			return false
-		}
-		n = next
-	}
-	return true
+	return valueAt(root, path...) != nil
 }
 
 // lineFinder returns a function giving the line of a dotted path (of its

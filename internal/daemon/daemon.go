@@ -143,18 +143,9 @@ func (d *Daemon) Stop(ctx context.Context, o StopOptions) (*Stopped, error) {
 	} else if ok {
 		return &Stopped{Systemd: true}, d.Systemctl(ctx, u, "stop")
 	}
-	if !mailbox.Initialized(d.Root) {
-		return nil, fault.Errorf(fault.NoService, "the service is not running (no mailbox in %s)", d.Root)
-	}
-	r, err := d.probe()
+	r, err := d.serving()
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case !r.held:
-		return nil, fault.Wrap(fault.NoService, errors.New("the service is not running"))
-	case !r.serve:
-		return nil, fault.Errorf(fault.NoService, "the service is not running: %s", r)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -182,6 +173,25 @@ func (d *Daemon) Stop(ctx context.Context, o StopOptions) (*Stopped, error) {
 		return st, nil
 	}
 	return d.kill(ctx, st, pidfd, perr == nil, o.Force)
+}
+
+// serving finds the workspace's serve, which stop and reload signal; not
+// running (or only a fetch pass holding the workspace) is NoService.
+func (d *Daemon) serving() (running, error) {
+	if !mailbox.Initialized(d.Root) {
+		return running{}, fault.Errorf(fault.NoService, "the service is not running (no mailbox in %s)", d.Root)
+	}
+	r, err := d.probe()
+	if err != nil {
+		return running{}, err
+	}
+	switch {
+	case !r.held:
+		return running{}, fault.Wrap(fault.NoService, errors.New("the service is not running"))
+	case !r.serve:
+		return running{}, fault.Errorf(fault.NoService, "the service is not running: %s", r)
+	}
+	return r, nil
 }
 
 // terminate sends the service SIGTERM.

@@ -21,11 +21,20 @@ import (
 // WritePIDFile writes this process's pid to path, atomically (a reader
 // sees the old file or the new one, never half of one).
 func WritePIDFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".courier.pid-*")
-	if err != nil {
+	if err := writeFile(path, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return fmt.Errorf("service: pid file: %w", err)
 	}
-	_, err = tmp.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	return nil
+}
+
+// writeFile writes data to path at once (a temporary file renamed), mode
+// 0640: a reader sees the old content or the new, never a part.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Chmod(0o640)
 	}
@@ -37,9 +46,8 @@ func WritePIDFile(path string) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("service: pid file: %w", err)
 	}
-	return nil
+	return err
 }
 
 // RemovePIDFile removes the pid file at path if it names pid, so that a

@@ -117,7 +117,7 @@ func (d *Daemon) Systemctl(ctx context.Context, u Unit, verb string) error {
 	switch {
 	case verb == "start" && active:
 		return fault.Wrap(fault.Conflict, fmt.Errorf("the service is already running (%s is %s%s)", u.name, state, d.mainPID(ctx, u)))
-	case verb == "stop" && !active:
+	case (verb == "stop" || verb == "reload") && !active:
 		return fault.Wrap(fault.NoService, fmt.Errorf("the service is not running (%s is %s)", u.name, orUnknown(state)))
 	}
 	if err := d.systemctl(ctx, u, verb, u.name); err != nil {

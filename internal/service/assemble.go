@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/monoco/courier/adapters"
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/ingest"
 	"github.com/monoco/courier/internal/buildinfo"
@@ -40,18 +41,19 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 		Self:     set.Self(),
 		Observer: metrics,
 	})
+	dl := cfg.Courier.Mailbox.DeadLetter
+	svc.DeadLetters = mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: dl.MaxFiles, MaxBytes: dl.MaxBytes})
+	svc.sink = NewDeadLetterSink(pipeline, svc.DeadLetters, set.Secrets(), log.With("component", "deadletter"))
+	senders, webhooks := svc.makeLanes(set, log, RestartOf(cfg))
 	o := cfg.Courier.Outbound
 	engine := outbound.New(mb, &outbound.Options{
-		Logger: log.With("component", "outbound"), Senders: set.Senders(), Dropzone: dz, Observer: metrics,
+		Logger: log.With("component", "outbound"), Senders: senders, Dropzone: dz, Observer: metrics,
 		MaxAttempts: o.MaxAttempts, BackoffBase: o.BackoffBase.D(), BackoffMax: o.BackoffMax.D(),
 		RescanInterval: o.RescanInterval.D(), Concurrency: o.Concurrency, SendTimeout: o.SendTimeout.D(),
 		MaxRecipients: o.MaxRecipients,
 	})
-	svc.Pipeline, svc.Engine, svc.Adapters, svc.Waiting = pipeline, engine, set.Health(), set.Waiting()
-	dl := cfg.Courier.Mailbox.DeadLetter
-	svc.DeadLetters = mailbox.NewDeadLetters(mb, mailbox.DeadLetterLimits{MaxFiles: dl.MaxFiles, MaxBytes: dl.MaxBytes})
+	svc.Pipeline, svc.Engine, svc.Waiting = pipeline, engine, set.Waiting()
 	svc.Ignored = set.Ignored()
-	sink := NewDeadLetterSink(pipeline, svc.DeadLetters, set.Secrets(), log.With("component", "deadletter"))
 	svc.secrets.Add(set.Secrets()...)
 	for name := range svc.Adapters {
 		if p := schema.Provider(name); p.Valid() {
@@ -63,19 +65,17 @@ func Assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbox, dz *dr
 	lt.Add(Component{Name: "outbound", Start: engine.Start, Stop: engine.Stop})
 	// Hooks run for what the journal holds, whenever it was written; they
 	// stop before ingest flushes its last groups, which then wake them at
-	// the next start.
-	lt.Add(notifyComponent(cfg, mb, log))
+	// the next start. They run without hooks too: they then keep the
+	// event journal pruned.
+	svc.hooks = &hooksSlot{mb: mb, log: log.With("component", "notify"), hooks: notifyHooks(cfg)}
+	lt.Add(svc.hooks.component())
 	for _, c := range extra {
 		lt.Add(c)
 	}
-	lt.Add(serveHTTP(svc.Handler(set.Webhooks(sink))))
-	restart := RestartOf(cfg)
-	svc.sources = map[string][]*sourceRun{}
+	lt.Add(serveHTTP(svc.Handler(webhooks)))
 	for _, p := range set {
-		for _, src := range p.Sources {
-			r := newSourceRun(src, sink, log, restart, realClock)
-			svc.sources[string(p.Name)] = append(svc.sources[string(p.Name)], r)
-			lt.Add(r.component())
+		for _, c := range svc.lanes[string(p.Name)].components() {
+			lt.Add(c)
 		}
 	}
 	return svc, lt
@@ -112,9 +112,23 @@ func notifyHooks(cfg *config.Config) []notify.Hook {
 	return out
 }
 
-// notifyComponent runs the hooks with the service. It runs without hooks
-// too: it then keeps the event journal pruned.
-func notifyComponent(cfg *config.Config, mb *mailbox.Mailbox, log *slog.Logger) Component {
-	r := notify.New(mb, &notify.Options{Logger: log.With("component", "notify"), Hooks: notifyHooks(cfg), Root: mb.Root})
-	return Component{Name: "notify", Start: r.Start, Stop: r.Stop}
+// makeLanes makes a lane for each provider (lane.go) and returns what
+// the outbound engine and the HTTP server reach them by.
+func (s *Service) makeLanes(set providers.Set, log *slog.Logger, r Restart) (map[schema.Provider]adapters.Sender, map[string]http.Handler) {
+	senders, webhooks := map[schema.Provider]adapters.Sender{}, map[string]http.Handler{}
+	s.lanes, s.Adapters = map[string]*lane{}, map[string]adapters.HealthReporter{}
+	for _, p := range set {
+		l := newLane(p, s.sink, log, r, realClock)
+		s.lanes[string(p.Name)] = l
+		if l.sender != nil {
+			senders[p.Name] = l.sender
+		}
+		if l.health != nil {
+			s.Adapters[string(p.Name)] = l.health
+		}
+		if l.webhook != nil {
+			webhooks["/webhook/"+string(p.Name)] = l.webhook
+		}
+	}
+	return senders, webhooks
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,12 +44,18 @@ type Service struct {
 	started  time.Time
 	stopping atomic.Bool
 	metrics  *Metrics
-	// sources are the Sources of each provider, by name: /health says
-	// when a failed one is started again.
-	sources map[string][]*sourceRun
+	// lanes are the providers, by name, each restarted alone on a reload
+	// (lane.go); /health says when a failed source is started again.
+	lanes map[string]*lane
+	hooks *hooksSlot
+	sink  adapters.Sink
 	// secrets are the providers' credentials, kept out of the adapters'
 	// errors on /health whatever a server quoted back.
 	secrets secretSet
+
+	mu     sync.Mutex
+	config ConfigState
+	reload Reload
 }
 
 // MarkStarted records the start time.
@@ -80,7 +87,11 @@ type Report struct {
 	// Hooks is each hook's backlog, failing calls, last error and dead
 	// letters (hooks.go).
 	Hooks map[string]notify.State `json:"hooks,omitempty"`
-	Error string                  `json:"error,omitempty"`
+	// Config is the config the service runs; Reload the outcome of the
+	// last reload (reload.go).
+	Config *ConfigState `json:"config,omitempty"`
+	Reload *Reload      `json:"reload,omitempty"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // Queue is one provider's outbound queue.
@@ -145,6 +156,7 @@ func (s *Service) Report(ctx context.Context) Report {
 	}
 	s.unfiled(&r)
 	r.Hooks = HookStates(ctx, s.Mailbox, s.Hooks)
+	s.reloadState(&r)
 	return r
 }
 
@@ -152,7 +164,11 @@ func (s *Service) Report(ctx context.Context) Report {
 // again; nil when none waits.
 func (s *Service) retryAt(provider string) *time.Time {
 	var first time.Time
-	for _, r := range s.sources[provider] {
+	l := s.lanes[provider]
+	if l == nil {
+		return nil
+	}
+	for _, r := range l.sourceRuns() {
 		if t := r.RetryAt(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
 			first = t
 		}

@@ -129,7 +129,7 @@ func TestHealthReportRefused(t *testing.T) {
 	at := time.Date(2026, 3, 1, 0, 2, 0, 0, time.UTC)
 	waiting, running := &sourceRun{retryAt: at.Add(time.Minute)}, &sourceRun{}
 	first := &sourceRun{retryAt: at}
-	s.sources = map[string][]*sourceRun{"slack": {waiting, running, first}, "email": {{}}}
+	s.lanes = map[string]*lane{"slack": {runs: []*sourceRun{waiting, running, first}}, "email": {runs: []*sourceRun{{}}}}
 	r := s.Report(context.Background())
 	h := r.Adapters["slack"]
 	if r.Status != "degraded" || h.RetryAt == nil || !h.RetryAt.Equal(at) || r.Adapters["email"].RetryAt != nil {

@@ -35,6 +35,9 @@ type Options struct {
 	PingInterval time.Duration
 	// MaxUpload bounds a file upload; default 32 MiB.
 	MaxUpload int64
+	// Scopes, when set, is the X-OAuth-Scopes header of auth.test's
+	// answers (comma-separated): the scopes the bot token was granted.
+	Scopes string
 }
 
 // The names Fail and Calls know the file transfers by, which are not Web
@@ -547,6 +550,9 @@ func (s *Server) answer(w http.ResponseWriter, method string, req *request, stat
 		res = map[string]any{}
 	}
 	res["ok"] = true
+	if method == "auth.test" && s.opts.Scopes != "" {
+		w.Header().Set("X-OAuth-Scopes", s.opts.Scopes)
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 
