@@ -86,6 +86,8 @@ func (g *Gate) Handler(h http.Handler, reserved func(*http.Request) bool, refuse
 			h.ServeHTTP(w, r)
 			return
 		}
+		c.set(true, false)
+		defer c.set(false, false)
 		if c.isSpare() && (reserved == nil || !reserved(r)) {
 			if why := g.promote(r.Context(), c); why != "" {
 				w.Header().Set("Connection", "close")
@@ -94,8 +96,6 @@ func (g *Gate) Handler(h http.Handler, reserved func(*http.Request) bool, refuse
 				return
 			}
 		}
-		c.set(true, false)
-		defer c.set(false, false)
 		rc := http.NewResponseController(w)
 		if r.Body == nil || r.Body == http.NoBody || g.lim.BodyTimeout <= 0 {
 			// Nothing to read: the server's wait for the next request

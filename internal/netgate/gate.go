@@ -31,6 +31,10 @@ type Limits struct {
 	MaxPerSource int           // of them, held by one source (its key; "" counts against none)
 	Spare        int           // connections beyond MaxConns, waiting for a place or served a reserved request
 	SpareWait    time.Duration // how long a request on a spare connection waits for a place
+	// MinWait is how long a connection must have waited for its client
+	// before it gives its place: a connection just accepted, its request
+	// on the way, or one between two of its client's writes, keeps it.
+	MinWait time.Duration
 	// BodyTimeout bounds the reading of a request's body, from the moment
 	// its handler starts. A handler that needs longer (an upload) sets its
 	// own deadline with http.ResponseController.
@@ -145,6 +149,8 @@ func (g *Gate) admit(c net.Conn) *Conn {
 			// The longest waiting of the spares gives way; failing that,
 			// the newcomer is closed.
 			victim = g.idlest(now, func(v *Conn) bool { return v.spare })
+			// A spare connection with its request read waits for a place
+			// and is busy: only one still to send its request gives way.
 		}
 		if g.spares >= g.lim.Spare && victim == nil {
 			gc = nil
@@ -199,12 +205,12 @@ func (g *Gate) place(c *Conn, now time.Time) (victim *Conn, why string) {
 }
 
 // idlest returns the connection, of those ok says, that has waited longest
-// for its client; nil if every one is busy. Called with g.mu held.
+// for its client, at least MinWait; nil if none has. Called with g.mu held.
 func (g *Gate) idlest(now time.Time, ok func(*Conn) bool) *Conn {
 	var best *Conn
 	var waited time.Duration
 	for c := range g.conns {
-		if c.evicted || !c.waiting() || !ok(c) {
+		if c.evicted || !c.waiting() || now.Sub(c.since) < g.lim.MinWait || !ok(c) {
 			continue
 		}
 		if d := now.Sub(c.since); best == nil || d > waited {

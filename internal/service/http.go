@@ -22,9 +22,11 @@ import (
 // bodies are bounded in size by their handlers: each provider knows what
 // its events weigh.
 //
-// So the listener is behind a netgate.Gate: a client that has every place
-// and waits to send loses the place that has waited longest to the next
-// client (a webhook, /health, /mcp) at once; a body has BodyTimeout to
+// So the listener is behind a netgate.Gate: when every place is taken, the
+// connection that has waited longest for its client (at least
+// EvictAfter: its request is sent slowly, or not at all, or it idles
+// between two) gives its place to the next client (a webhook, /health,
+// /mcp), which waits at most that long; a body has BodyTimeout to
 // arrive; a remote address holds at most MaxConnsPerIP places; and when
 // every place is busy with a request in progress, ReserveConns more
 // serve /health and /metrics at once while other requests wait for a
@@ -46,6 +48,7 @@ type HTTPLimits struct {
 	MaxConnsPerIP     int           // places one remote address (IPv6: one /64) may hold; loopback has none
 	ReserveConns      int           // connections beyond MaxConns when every place is busy: /health and /metrics are served there
 	ReserveWait       time.Duration // how long another request on a reserve connection waits for a place before a 503
+	EvictAfter        time.Duration // a connection gives its place to a newcomer once it has waited this long for its client
 }
 
 // DefaultHTTPLimits are the service's. A webhook's handler writes the
@@ -65,6 +68,7 @@ func DefaultHTTPLimits() HTTPLimits {
 		MaxConnsPerIP:     32,
 		ReserveConns:      16,
 		ReserveWait:       5 * time.Second,
+		EvictAfter:        time.Second,
 	}
 }
 
@@ -79,7 +83,7 @@ type HTTPServer struct {
 func NewHTTPServer(h http.Handler, lim HTTPLimits, log *slog.Logger) *HTTPServer {
 	gate := netgate.New("http", netgate.Limits{
 		MaxConns: lim.MaxConns, MaxPerSource: lim.MaxConnsPerIP, Spare: lim.ReserveConns,
-		SpareWait: lim.ReserveWait, BodyTimeout: lim.BodyTimeout,
+		SpareWait: lim.ReserveWait, BodyTimeout: lim.BodyTimeout, MinWait: lim.EvictAfter,
 	}, remoteIP, log)
 	return &HTTPServer{gate: gate, Server: &http.Server{
 		Handler:           gate.Handler(h, reserved, refuseHTTP),

@@ -42,7 +42,8 @@ func startHTTPServer(t *testing.T, h http.Handler, lim HTTPLimits) (string, *HTT
 
 func testHTTPLimits() HTTPLimits {
 	return HTTPLimits{ReadHeaderTimeout: 300 * time.Millisecond, BodyTimeout: 600 * time.Millisecond,
-		WriteTimeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, MaxHeaderBytes: 4 << 10, MaxConns: 2}
+		WriteTimeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond, MaxHeaderBytes: 4 << 10, MaxConns: 2,
+		ReserveConns: 1, ReserveWait: 20 * time.Second, EvictAfter: 100 * time.Millisecond}
 }
 
 // dialHTTP connects, with a bound on every wait so that a server that
@@ -170,7 +171,7 @@ func TestHTTPConnectionCap(t *testing.T) {
 		testutil.WaitFor(t, 20*time.Second, "the server to take the connection", func() bool { n, _ := srv.Conns(); return n == i+1 })
 	}
 	c := &http.Client{Timeout: 20 * time.Second}
-	resp, err := c.Get("http://" + addr + "/health")
+	resp, err := c.Get("http://" + addr + "/webhook/slack")
 	if err != nil {
 		t.Fatalf("a newcomer with every place held by silent clients: %v", err)
 	}
