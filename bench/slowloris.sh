@@ -21,10 +21,21 @@
 #              without a newline (issue 9: 3.6 GB RSS)
 #   rcpts      100 sessions at once, each naming 1,000 recipients of 4 KB
 #              and holding them
+#   listener   issue 18, item 6: PROBES rounds of GET /health and POST
+#              /webhook/slack on the HTTP listener, quiet and then with
+#              LN (140) loopback clients each holding a POST /webhook/slack
+#              with Content-Length: 100 and one byte of body (a client
+#              closed reconnects 1 s later); then PROBES rounds of GET
+#              /v1/whoami and POST /v1/claim on the agent socket with SN
+#              (64) such clients of the same user on it. A request counts
+#              as answered with any status but 503 within 10 s (the bench
+#              workspace has no Slack adapter: the webhook's answer is a
+#              404, which the listener had to get to)
 # The slowloris latency is also given as a ratio to the quiet one.
 #
 # Usage: bench/slowloris.sh                      (about 5 minutes)
 #        N=2000 IPS=200 MAILS=50 FDS=1024 BASE=9a4e235 CLASSES="quiet slowloris fdlimit longline rcpts" bench/slowloris.sh
+#        BASE=bf1eeba CLASSES=listener bench/slowloris.sh          (about 4 minutes)
 # Needs GNU time (/usr/bin/time; Debian package time) and git. The slow
 # clients need N file descriptors, and Courier at BASE as many: the
 # script raises the soft limit to the hard one (ulimit -n).
@@ -34,6 +45,9 @@ N=${N:-2000}
 IPS=${IPS:-200}
 MAILS=${MAILS:-50}
 FDS=${FDS:-1024}
+LN=${LN:-140}
+SN=${SN:-64}
+PROBES=${PROBES:-5}
 CLASSES=${CLASSES:-"quiet slowloris fdlimit longline rcpts"}
 cd "$(dirname "$0")/.."
 TIME=/usr/bin/time
@@ -73,11 +87,10 @@ start() {
   mkdir -p "$ws"
   "$work/$side/courier" --root "$ws" init >/dev/null
   smtp=127.0.0.1:$("$work/slowbench" port)
-  local http
-  http=$("$work/slowbench" port)
+  web=127.0.0.1:$("$work/slowbench" port)
   cat >"$ws/.monoco/config/courier.yaml" <<EOF
 courier:
-  http: {listen: 127.0.0.1:$http}
+  http: {listen: $web}
   adapters:
     email:
       enabled: true
@@ -136,6 +149,47 @@ attack() {
   echo "   $(grep '^done' "$work/slow.out")"
 }
 
+# holding NET ADDR PATH N PROBE-ARGS...: N clients holding a slow POST of
+# PATH on the listener at ADDR; once they have settled, slowbench probe
+# with the arguments given (its output in $out) while they hold.
+holding() {
+  local net=$1 addr=$2 path=$3 n=$4
+  shift 4
+  mkfifo "$work/hold"
+  sleep infinity >"$work/hold" &
+  holdpid=$!
+  "$work/slowbench" bodies -net "$net" -addr "$addr" -path "$path" -n "$n" <"$work/hold" >"$work/slow.out" &
+  local slowpid=$!
+  until grep -q '^ready' "$work/slow.out"; do
+    kill -0 "$slowpid" 2>/dev/null || { echo "bench: slowbench bodies ended:" >&2; cat "$work/slow.out" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "   $(grep '^ready' "$work/slow.out")"
+  out=$("$work/slowbench" probe -net "$net" -addr "$addr" -n "$PROBES" -giveup 10s "$@")
+  echo "   $out"
+  kill "$holdpid"
+  holdpid=""
+  wait "$slowpid" || true
+  rm -f "$work/hold"
+  echo "   $(grep '^done' "$work/slow.out")"
+}
+
+# listener SIDE: the listener class's rows.
+listener() {
+  local side=$1 sock="$ws/.monoco/run/courier.sock"
+  out=$("$work/slowbench" probe -net tcp -addr "$web" -n "$PROBES" -giveup 10s)
+  echo "   quiet: $out"
+  row listener "/health p50 (ms), quiet" "$side" "$(field get_p50_ms "$out")"
+  holding tcp "$web" /webhook/slack "$LN"
+  row listener "/health p50 (ms), $LN slow bodies" "$side" "$(field get_p50_ms "$out")"
+  row listener "/health max (ms), $LN slow bodies" "$side" "$(field get_max_ms "$out")"
+  row listener "/health answered of $PROBES, $LN slow bodies" "$side" "$(field get_answered "$out")"
+  row listener "webhook answered of $PROBES, $LN slow bodies" "$side" "$(field post_answered "$out")"
+  holding unix "$sock" /v1/claim "$SN" -get /v1/whoami -post /v1/claim
+  row listener "socket whoami p50 (ms), $SN slow bodies" "$side" "$(field get_p50_ms "$out")"
+  row listener "socket claim answered of $PROBES, $SN slow bodies" "$side" "$(field post_answered "$out")"
+}
+
 for side in base after; do
   for class in $CLASSES; do
     echo "== $side $class"
@@ -164,6 +218,9 @@ for side in base after; do
         out=$("$work/slowbench" longline -addr "$smtp" -n 10 -size $((140 << 20)))
         echo "   $out"
         row longline "octets the clients got to send (MB)" "$side" "$(field sent_mb "$out")"
+        ;;
+      listener)
+        listener "$side"
         ;;
       rcpts)
         out=$("$work/slowbench" rcpts -addr "$smtp" -n 100 -rcpts 1000 -len 4000)

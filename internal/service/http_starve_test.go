@@ -187,3 +187,25 @@ func TestHTTPEventStreamKeepsItsPlace(t *testing.T) {
 	}
 	event("two")
 }
+
+// Remote addresses are counted by their address (IPv6: their /64);
+// loopback ones by none, for every local client is 127.0.0.1, the reverse
+// proxy among them.
+func TestHTTPPerIPKey(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1", ""}, {"127.1.2.3", ""}, {"::1", ""},
+		{"192.0.2.7", "192.0.2.7"}, {"2001:db8:1:2:3::4", "2001:db8:1:2::/64"},
+	} {
+		key, _, err := remoteIP(fakeConn{remote: &net.TCPAddr{IP: net.ParseIP(tc.addr), Port: 4242}})
+		if err != nil || key != tc.want {
+			t.Errorf("%s: key %q %v, want %q", tc.addr, key, err, tc.want)
+		}
+	}
+}
+
+type fakeConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c fakeConn) RemoteAddr() net.Addr { return c.remote }
