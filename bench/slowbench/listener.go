@@ -9,8 +9,8 @@ package main
 //	    after -retry, so that n are always holding. Prints "ready" once
 //	    every client has sent its byte and -settle has passed; runs until
 //	    stdin closes, then prints its counts.
-//	slowbench probe -net tcp -addr 127.0.0.1:8080 -get /health -post /webhook/slack -n 20 -giveup 20s
-//	    n rounds, one after the other, each a GET of -get and a POST of
+//	slowbench probe -net tcp -addr 127.0.0.1:8080 -get /health -post /webhook/slack -n 20 -giveup 20s -every 3s
+//	    n rounds, -every apart, each a GET of -get and a POST of
 //	    -post (a small JSON body) on fresh connections: the latency of
 //	    the GET (p50, p95, max of those answered), and how many of each
 //	    were answered, with any status, within -giveup.
@@ -89,6 +89,7 @@ func probe(args []string) {
 	post := fs.String("post", "/webhook/slack", "the POST")
 	n := fs.Int("n", 20, "rounds")
 	giveup := fs.Duration("giveup", 20*time.Second, "a request not answered within this fails")
+	every := fs.Duration("every", 0, "pause between rounds, so that they span the attack")
 	fs.Parse(args)
 	hc := &http.Client{Timeout: *giveup, Transport: &http.Transport{
 		DisableKeepAlives: true,
@@ -98,7 +99,10 @@ func probe(args []string) {
 	}}
 	var lat []time.Duration
 	getFailed, posted, postFailed := 0, 0, 0
-	for range *n {
+	for i := range *n {
+		if i > 0 {
+			time.Sleep(*every)
+		}
 		start := time.Now()
 		if answered(hc.Get("http://courier" + *get)) {
 			lat = append(lat, time.Since(start))

@@ -3,7 +3,6 @@ package agentapi_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -69,7 +68,7 @@ func lockOut(t *testing.T, opts *agentapi.Options, placed int) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "agentapi.test")
-	copyFile(t, exe, bin)
+	testutil.CopyFile(t, exe, bin, 0o755)
 	// Well under the 5 minutes the held connections kept their places.
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -105,24 +104,5 @@ func TestHelperClaim(t *testing.T) {
 	o, err := c.Claim(ctx, agentapi.ClaimRequest{ID: "m1"})
 	if err != nil || !o.Result.Success {
 		t.Fatalf("claim: %+v %v", o, err)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

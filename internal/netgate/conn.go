@@ -17,10 +17,9 @@ type Conn struct {
 	once sync.Once
 
 	// Under g.mu.
-	spare    bool   // it holds no place (yet)
-	why      string // why, for the answer if it gets none
-	handling bool   // a handler works on its request
-	reading  bool   // the handler waits for the request's body
+	spare    bool // it holds no place (yet)
+	handling bool // a handler works on its request
+	reading  bool // the handler waits for the request's body
 	// answering: the handler has returned and the server is still
 	// sending its answer; the connection waits for its client again
 	// from the server's next read.

@@ -144,15 +144,18 @@ func (g *Gate) admit(c net.Conn) *Conn {
 	g.mu.Lock()
 	victim, why := g.place(gc, now)
 	if why != "" {
-		gc.spare, gc.why = true, why
+		gc.spare = true
 		if g.spares >= g.lim.Spare {
-			// The longest waiting of the spares gives way; failing that,
-			// the newcomer is closed.
-			victim = g.idlest(now, func(v *Conn) bool { return v.spare })
-			// A spare connection with its request read waits for a place
-			// and is busy: only one still to send its request gives way.
+			// The spare connection that has waited longest for its
+			// client gives way (one with its request read waits for a
+			// place, and is busy); failing that, the newcomer is closed.
+			if victim = g.idlest(now, func(v *Conn) bool { return v.spare }); victim != nil {
+				g.forget(victim)
+				victim.evicted = true
+				g.evicted++
+			}
 		}
-		if g.spares >= g.lim.Spare && victim == nil {
+		if g.spares >= g.lim.Spare {
 			gc = nil
 			g.refused++
 		} else {
@@ -195,7 +198,7 @@ func (g *Gate) place(c *Conn, now time.Time) (victim *Conn, why string) {
 		victim.evicted = true
 		g.evicted++
 	}
-	c.spare, c.why = false, ""
+	c.spare = false
 	g.placed++
 	g.peak = max(g.peak, g.placed)
 	if c.key != "" {
@@ -254,7 +257,7 @@ func (g *Gate) promote(ctx context.Context, c *Conn) string {
 		g.spares--
 		victim, why := g.place(c, now)
 		if why != "" {
-			c.spare, c.why = true, why
+			c.spare = true
 			g.spares++
 		}
 		logArgs := g.pressure(now, victim != nil)
