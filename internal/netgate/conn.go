@@ -95,15 +95,13 @@ func (g *Gate) Handler(h http.Handler, reserved func(*http.Request) bool, refuse
 				return
 			}
 		}
-		rc := http.NewResponseController(w)
-		if r.Body == nil || r.Body == http.NoBody || g.lim.BodyTimeout <= 0 {
-			// Nothing to read: the server's wait for the next request
-			// (or the client's hang-up) may last as long as the handler,
-			// an event stream's among them.
-			rc.SetReadDeadline(time.Time{})
-		} else {
-			rc.SetReadDeadline(time.Now().Add(g.lim.BodyTimeout))
-			r.Body = &body{ReadCloser: r.Body, c: c, rc: rc}
+		// Without a body, net/http is already reading in the background
+		// (for the client's hang-up) with no deadline, as long as the
+		// handler runs: an event stream's, say. A deadline now would end
+		// that read and cancel the request.
+		if r.Body != nil && r.Body != http.NoBody && g.lim.BodyTimeout > 0 {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.lim.BodyTimeout))
+			r.Body = &body{ReadCloser: r.Body, c: c}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -116,22 +114,16 @@ func (c *Conn) isSpare() bool {
 }
 
 // body is a request's body: reading it, the connection waits for its
-// client; once it is read whole the deadline is lifted, for the server's
-// wait for the next request runs as long as the handler.
+// client. (At its end net/http lifts the read deadline for its background
+// read, which lasts as long as the handler.)
 type body struct {
 	io.ReadCloser
-	c    *Conn
-	rc   *http.ResponseController
-	done bool
+	c *Conn
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	b.c.set(true, true)
 	n, err := b.ReadCloser.Read(p)
 	b.c.set(true, false)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
 	return n, err
 }

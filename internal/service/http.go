@@ -88,9 +88,8 @@ func NewHTTPServer(h http.Handler, lim HTTPLimits, log *slog.Logger) *HTTPServer
 	return &HTTPServer{gate: gate, Server: &http.Server{
 		Handler:           gate.Handler(h, reserved, refuseHTTP),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
-		// The gate's handler sets the body's deadline, and lifts it once
-		// the body is read so that an event stream is not cut; this one
-		// holds from the request's start to its handler's.
+		// The gate's handler sets the body's deadline (BodyTimeout); this
+		// one holds from the request's start to its handler's.
 		ReadTimeout:    lim.ReadHeaderTimeout + lim.BodyTimeout,
 		WriteTimeout:   lim.WriteTimeout,
 		IdleTimeout:    lim.IdleTimeout,

@@ -160,7 +160,13 @@ func TestHTTPEventStreamKeepsItsPlace(t *testing.T) {
 	}
 	event := func(ev string) {
 		t.Helper()
-		next <- ev
+		select {
+		case next <- ev:
+		case <-time.After(20 * time.Second):
+			// A read deadline left on while the handler runs would
+			// cancel its request (net/http's background read).
+			t.Fatalf("the stream's handler ended before %q", ev)
+		}
 		for {
 			line, err := br.ReadString('\n')
 			if err != nil {
