@@ -26,7 +26,9 @@ func TestSpareGivesWay(t *testing.T) {
 		io.WriteString(w, "busy done")
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	refuse := func(w http.ResponseWriter, r *http.Request, why string) { http.Error(w, why, http.StatusServiceUnavailable) }
+	refuse := func(w http.ResponseWriter, r *http.Request, why string) {
+		http.Error(w, why, http.StatusServiceUnavailable)
+	}
 	reserved := func(r *http.Request) bool { return r.URL.Path == "/health" }
 	srv := &http.Server{Handler: g.Handler(mux, reserved, refuse), ConnContext: g.ConnContext}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
