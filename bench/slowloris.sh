@@ -21,10 +21,23 @@
 #              without a newline (issue 9: 3.6 GB RSS)
 #   rcpts      100 sessions at once, each naming 1,000 recipients of 4 KB
 #              and holding them
+#   listener   issue 18, item 6: PROBES (10) rounds, 3 s apart, of GET
+#              /health and POST /webhook/slack on the HTTP listener, quiet
+#              and then with LN (140) loopback clients each holding a POST
+#              /webhook/slack with Content-Length: 100 and one byte of body
+#              (a client closed reconnects 1 s later); then PROBES rounds
+#              of GET /v1/whoami and POST /v1/claim on the agent socket,
+#              as uid 65534 (nobody; the bench opens the workspace's
+#              folders and socket to it), with SN (64) such clients of
+#              this user on it. A request counts as answered with any
+#              status but 503 within 10 s (the bench workspace has no
+#              Slack adapter: the webhook's answer is a 404, which the
+#              listener had to get to; the claim's is "not found")
 # The slowloris latency is also given as a ratio to the quiet one.
 #
 # Usage: bench/slowloris.sh                      (about 5 minutes)
 #        N=2000 IPS=200 MAILS=50 FDS=1024 BASE=9a4e235 CLASSES="quiet slowloris fdlimit longline rcpts" bench/slowloris.sh
+#        BASE=bf1eeba CLASSES=listener bench/slowloris.sh          (about 12 minutes)
 # Needs GNU time (/usr/bin/time; Debian package time) and git. The slow
 # clients need N file descriptors, and Courier at BASE as many: the
 # script raises the soft limit to the hard one (ulimit -n).
@@ -34,6 +47,9 @@ N=${N:-2000}
 IPS=${IPS:-200}
 MAILS=${MAILS:-50}
 FDS=${FDS:-1024}
+LN=${LN:-140}
+SN=${SN:-64}
+PROBES=${PROBES:-10}
 CLASSES=${CLASSES:-"quiet slowloris fdlimit longline rcpts"}
 cd "$(dirname "$0")/.."
 TIME=/usr/bin/time
@@ -73,11 +89,10 @@ start() {
   mkdir -p "$ws"
   "$work/$side/courier" --root "$ws" init >/dev/null
   smtp=127.0.0.1:$("$work/slowbench" port)
-  local http
-  http=$("$work/slowbench" port)
+  web=127.0.0.1:$("$work/slowbench" port)
   cat >"$ws/.monoco/config/courier.yaml" <<EOF
 courier:
-  http: {listen: 127.0.0.1:$http}
+  http: {listen: $web}
   adapters:
     email:
       enabled: true
@@ -110,30 +125,66 @@ stop() {
 # while they hang on; courier's open files sampled all along.
 attack() {
   "$work/slowbench" mail -addr "$smtp" -n 5 -tag warm >/dev/null
-  mkfifo "$work/hold"
-  sleep infinity >"$work/hold" &
-  holdpid=$!
-  "$work/slowbench" slow -addr "$smtp" -n "$N" -ips "$IPS" -trickle 3s -noop 1m -retry 5s -settle 15s \
-    <"$work/hold" >"$work/slow.out" &
-  local slowpid=$!
   : >"$work/fds"
   ( while kill -0 "$servepid" 2>/dev/null; do ls "/proc/$servepid/fd" 2>/dev/null | wc -l >>"$work/fds"; sleep 0.5; done ) &
   local fdpid=$!
-  until grep -q '^ready' "$work/slow.out"; do
-    kill -0 "$slowpid" 2>/dev/null || { echo "bench: slowbench slow ended:" >&2; cat "$work/slow.out" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "   $(grep '^ready' "$work/slow.out")"
+  hold slow -addr "$smtp" -n "$N" -ips "$IPS" -trickle 3s -noop 1m -retry 5s -settle 15s
   local cmd=$1
   shift
   out=$("$work/slowbench" "$cmd" -addr "$smtp" "$@")
   echo "   $out"
+  unhold
+  kill "$fdpid" 2>/dev/null || true
+}
+
+# hold SLOWBENCH-ARGS...: slowbench with the arguments given, until
+# unhold; once it is ready.
+hold() {
+  mkfifo "$work/hold"
+  sleep infinity >"$work/hold" &
+  holdpid=$!
+  : >"$work/slow.out"
+  "$work/slowbench" "$@" <"$work/hold" >"$work/slow.out" &
+  slowpid=$!
+  until grep -q '^ready' "$work/slow.out"; do
+    kill -0 "$slowpid" 2>/dev/null || { echo "bench: slowbench $1 ended:" >&2; cat "$work/slow.out" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "   $(grep '^ready' "$work/slow.out")"
+}
+
+unhold() {
   kill "$holdpid"
   holdpid=""
   wait "$slowpid" || true
   rm -f "$work/hold"
-  kill "$fdpid" 2>/dev/null || true
   echo "   $(grep '^done' "$work/slow.out")"
+}
+
+# listener SIDE: the listener class's rows.
+listener() {
+  local side=$1 sock="$ws/.monoco/run/courier.sock" probe=("$work/slowbench" probe -n "$PROBES" -every 3s -giveup 10s)
+  out=$("${probe[@]}" -net tcp -addr "$web")
+  echo "   quiet: $out"
+  row listener "/health p50 (ms), quiet" "$side" "$(field get_p50_ms "$out")"
+  hold bodies -net tcp -addr "$web" -path /webhook/slack -n "$LN"
+  out=$("${probe[@]}" -net tcp -addr "$web")
+  echo "   $out"
+  unhold
+  row listener "/health p50 (ms), $LN slow bodies" "$side" "$(field get_p50_ms "$out")"
+  row listener "/health max (ms), $LN slow bodies" "$side" "$(field get_max_ms "$out")"
+  row listener "/health answered of $PROBES, $LN slow bodies" "$side" "$(field get_answered "$out")"
+  row listener "webhook answered of $PROBES, $LN slow bodies" "$side" "$(field post_answered "$out")"
+  # Another user than the slow clients' reaches the socket.
+  chmod 755 "$work" "$ws" "$ws/.monoco" "$ws/.monoco/run"
+  chmod 666 "$sock"
+  hold bodies -net unix -addr "$sock" -path /v1/claim -n "$SN"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "${probe[@]}" -net unix -addr "$sock" -get /v1/whoami -post /v1/claim)
+  echo "   $out"
+  unhold
+  row listener "socket whoami p50 (ms), $SN slow bodies" "$side" "$(field get_p50_ms "$out")"
+  row listener "socket whoami max (ms), $SN slow bodies" "$side" "$(field get_max_ms "$out")"
+  row listener "socket claim answered of $PROBES, $SN slow bodies" "$side" "$(field post_answered "$out")"
 }
 
 for side in base after; do
@@ -164,6 +215,9 @@ for side in base after; do
         out=$("$work/slowbench" longline -addr "$smtp" -n 10 -size $((140 << 20)))
         echo "   $out"
         row longline "octets the clients got to send (MB)" "$side" "$(field sent_mb "$out")"
+        ;;
+      listener)
+        listener "$side"
         ;;
       rcpts)
         out=$("$work/slowbench" rcpts -addr "$smtp" -n 100 -rcpts 1000 -len 4000)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/monoco/courier/internal/netgate"
 )
 
 // What one client can hold of the receiver, and for how long.
@@ -271,20 +273,10 @@ func (g *gate) sessions() int {
 	return len(g.conns)
 }
 
-// clientKey is what the per-address cap counts by: the IPv4 address, the
-// /64 of an IPv6 one (a single client has the whole /64); "" for a Unix
-// socket, where the one client is the local MTA and only the total cap
-// holds.
-func clientKey(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return ""
-	}
-	if v4 := ta.IP.To4(); v4 != nil {
-		return v4.String()
-	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
-}
+// clientKey is what the per-address cap counts by (netgate.AddrKey): the
+// IPv4 address, the /64 of an IPv6 one; "" for a Unix socket, where the
+// one client is the local MTA and only the total cap holds.
+func clientKey(a net.Addr) string { return netgate.AddrKey(a) }
 
 // What sessionConn hands go-smtp next.
 const (

@@ -20,6 +20,8 @@
 //	slowbench rcpts -addr 127.0.0.1:2525 -n 100 -rcpts 1000 -len 4000
 //	    n sessions at once, each naming rcpts recipients of len octets,
 //	    held open until all have named theirs.
+//	slowbench bodies ..., slowbench probe ...
+//	    the listener attacks of issue 18 (listener.go).
 //	slowbench port
 //	    a free TCP port on 127.0.0.1.
 //
@@ -46,7 +48,7 @@ import (
 func main() {
 	log.SetFlags(0)
 	if len(os.Args) < 2 {
-		log.Fatal("slowbench: slow | mail | longline | rcpts | port")
+		log.Fatal("slowbench: slow | mail | longline | rcpts | bodies | probe | port")
 	}
 	switch os.Args[1] {
 	case "slow":
@@ -57,6 +59,10 @@ func main() {
 		longline(os.Args[2:])
 	case "rcpts":
 		rcpts(os.Args[2:])
+	case "bodies":
+		bodies(os.Args[2:])
+	case "probe":
+		probe(os.Args[2:])
 	case "port":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -387,25 +387,6 @@ func (u sysUser) as(cmd *exec.Cmd, home string) *exec.Cmd {
 	return cmd
 }
 
-func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func owner(t *testing.T, path string) uint32 {
 	t.Helper()
 	fi, err := os.Lstat(path)
@@ -460,10 +441,10 @@ func TestTwoUsers(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "courier")
-	copyFile(t, courierBin, bin, 0o755)
+	testutil.CopyFile(t, courierBin, bin, 0o755)
 	self, _ := os.Executable()
 	helper := filepath.Join(dir, "courier.test")
-	copyFile(t, self, helper, 0o755)
+	testutil.CopyFile(t, self, helper, 0o755)
 	home := map[string]string{}
 	for _, u := range []sysUser{svc, agent, peer, reader, outsider} {
 		h := filepath.Join(dir, u.name)

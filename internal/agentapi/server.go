@@ -17,9 +17,9 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/monoco/courier/internal/netgate"
 )
 
 // Options configure a Server. Zero values mean defaults.
@@ -31,9 +31,15 @@ type Options struct {
 	Path    string
 	Backend Backend
 	Logger  *slog.Logger
-	// MaxConns bounds the connections served at once (default 64); more
-	// wait in the kernel's backlog until one closes.
+	// MaxConns bounds the connections served at once (default 64). A
+	// newcomer beyond takes the place of the connection that has waited
+	// longest for its client (idle, or sending its request slowly); when
+	// every one is busy with a request, it waits up to a minute for one to
+	// end, on one of 16 spare connections.
 	MaxConns int
+	// MaxConnsPerUID bounds the places one user holds (default 16): one
+	// agent user cannot take them all from the others.
+	MaxConnsPerUID int
 	// MaxRequestBytes bounds the JSON of a request (default 4 MiB, room
 	// for a draft of limits.max_draft_bytes and its --text).
 	MaxRequestBytes int64
@@ -53,7 +59,7 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	srv  *http.Server
-	ln   *listener
+	gate *netgate.Gate
 	done chan struct{}
 	sock os.FileInfo // the socket Start made, so Stop removes that one only
 }
@@ -66,6 +72,9 @@ func New(opts Options) *Server {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 64
 	}
+	if opts.MaxConnsPerUID <= 0 {
+		opts.MaxConnsPerUID = 16
+	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 4 << 20
 	}
@@ -77,36 +86,63 @@ func New(opts Options) *Server {
 		opts.Owner = &uid
 	}
 	s := &Server{opts: opts, log: opts.Logger}
+	s.gate = netgate.New("agent socket", netgate.Limits{
+		MaxConns: opts.MaxConns, MaxPerSource: opts.MaxConnsPerUID, Spare: spareConns,
+		SpareWait: time.Minute, BodyTimeout: requestTimeout, MinWait: time.Second,
+	}, s.peer, opts.Logger)
 	s.srv = &http.Server{
-		Handler:           s.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// An artifact of 100 MiB crosses a local socket in well under a
-		// second; these bound what a stalled or hostile peer holds.
-		ReadTimeout:    5 * time.Minute,
-		WriteTimeout:   5 * time.Minute,
+		Handler:           s.gate.Handler(s.handler(), nil, refuse),
+		ReadHeaderTimeout: requestTimeout,
+		// The gate's handler bounds a request's body by requestTimeout, a
+		// send's artifacts by sendTimeout; this holds from the request's
+		// start to its handler's.
+		ReadTimeout:    2 * requestTimeout,
+		WriteTimeout:   sendTimeout,
 		IdleTimeout:    time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if pc, ok := c.(*peerConn); ok {
-				return context.WithValue(ctx, callerKey{}, pc.caller)
-			}
-			return ctx
-		},
+		ConnContext:    s.gate.ConnContext,
 	}
 	return s
+}
+
+const (
+	// requestTimeout bounds the headers of a request, and then its body:
+	// a claim, done or fail is a few hundred bytes.
+	requestTimeout = 10 * time.Second
+	// sendTimeout bounds a send's artifacts and any answer: 100 MiB crosses
+	// a local socket in well under a second, an agent reading them from a
+	// slow disk takes longer. Under pressure a send that trickles gives its
+	// place to a newcomer long before.
+	sendTimeout = 5 * time.Minute
+	spareConns  = 16
+)
+
+// peer is the gate's Source: the peer's credentials, counted by uid. No
+// credentials, no identity: not served.
+func (s *Server) peer(c net.Conn) (string, any, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return "", nil, fmt.Errorf("agentapi: %T is not a Unix socket's connection", c)
+	}
+	uid, gid, pid, err := peerCred(uc)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot read the peer's credentials: %w", err)
+	}
+	caller := Caller{UID: uid, GID: gid, PID: pid, User: userName(uid), Owner: uid == 0 || uid == *s.opts.Owner}
+	return "uid " + strconv.FormatUint(uint64(uid), 10), caller, nil
+}
+
+// refuse answers a request that found no place.
+func refuse(w http.ResponseWriter, r *http.Request, why string) {
+	writeError(w, &Error{Code: 69, Message: "agentapi: " + why + " on the agent socket, try again later"})
 }
 
 // Path returns the socket's path.
 func (s *Server) Path() string { return s.opts.Path }
 
 // Conns returns the connections open now and the most there were at once.
-func (s *Server) Conns() (open, peak int) {
-	if s.ln == nil {
-		return 0, 0
-	}
-	return int(s.ln.open.Load()), int(s.ln.peak.Load())
-}
+func (s *Server) Conns() (open, peak int) { return s.gate.Conns() }
 
 // Start makes the socket and serves it. A socket left at the path by a
 // service that died is replaced (the caller holds the workspace's lock, so
@@ -142,11 +178,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("agentapi: %w", err)
 	}
 	s.sock, _ = os.Lstat(path)
-	s.ln = &listener{UnixListener: ul, sem: make(chan struct{}, s.opts.MaxConns), closed: make(chan struct{}), owner: *s.opts.Owner, log: s.log}
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.gate.Listen(ul)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("agent socket failed", "err", err)
 		}
 	}()
@@ -156,7 +191,7 @@ func (s *Server) Start(ctx context.Context) error {
 // Stop stops taking connections, lets the requests in flight finish (until
 // ctx ends) and removes the socket.
 func (s *Server) Stop(ctx context.Context) error {
-	if s.ln == nil {
+	if s.done == nil {
 		return nil
 	}
 	err := s.srv.Shutdown(ctx)
@@ -164,66 +199,6 @@ func (s *Server) Stop(ctx context.Context) error {
 	if fi, lerr := os.Lstat(s.opts.Path); lerr == nil && s.sock != nil && os.SameFile(fi, s.sock) {
 		os.Remove(s.opts.Path)
 	}
-	return err
-}
-
-type callerKey struct{}
-
-// listener accepts at most cap(sem) connections at once and reads each
-// one's peer credentials before handing it to the HTTP server.
-type listener struct {
-	*net.UnixListener
-	sem        chan struct{}
-	closed     chan struct{}
-	closeOnce  sync.Once
-	owner      uint32
-	log        *slog.Logger
-	open, peak atomic.Int64
-}
-
-func (l *listener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-	for {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			<-l.sem
-			return nil, err
-		}
-		uid, gid, pid, err := peerCred(c)
-		if err != nil {
-			// No credentials, no identity: not served.
-			l.log.Warn("agent socket: cannot read the peer's credentials; closing", "err", err)
-			c.Close()
-			continue
-		}
-		caller := Caller{UID: uid, GID: gid, PID: pid, User: userName(uid), Owner: uid == 0 || uid == l.owner}
-		n := l.open.Add(1)
-		for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
-		}
-		return &peerConn{UnixConn: c, caller: caller, release: func() { l.open.Add(-1); <-l.sem }}, nil
-	}
-}
-
-func (l *listener) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	return l.UnixListener.Close()
-}
-
-// peerConn is a connection and who is at its other end.
-type peerConn struct {
-	*net.UnixConn
-	caller  Caller
-	once    sync.Once
-	release func()
-}
-
-func (c *peerConn) Close() error {
-	err := c.UnixConn.Close()
-	c.once.Do(c.release)
 	return err
 }
 
@@ -302,7 +277,11 @@ func (s *Server) audit(c Caller, verb, id, asked string) {
 }
 
 func caller(w http.ResponseWriter, r *http.Request) (Caller, bool) {
-	c, ok := r.Context().Value(callerKey{}).(Caller)
+	var c Caller
+	ok := false
+	if gc := netgate.ConnOf(r); gc != nil {
+		c, ok = gc.Info.(Caller)
+	}
 	if !ok {
 		writeError(w, &Error{Code: 70, Message: "agentapi: the connection has no peer credentials"})
 	}
@@ -370,6 +349,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(c, "send", req.Name, req.Agent)
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(sendTimeout))
 	files := &partFiles{mr: mr, max: s.opts.MaxFileBytes, want: req.Files}
 	res, err := s.opts.Backend.Send(r.Context(), c, &req, files)
 	if err == nil {
