@@ -51,7 +51,7 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 	}
 	q := `SELECT m.id, m.provider, m.path, COALESCE(d.attempts, 0), COALESCE(d.state, 'queued') FROM messages m LEFT JOIN deliveries d ON d.id = m.id
 		WHERE m.box = 'outbound' AND m.provider IN (` + strings.Join(ph, ", ") + `)
-		AND COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= :now
+		AND COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled', 'held') AND COALESCE(d.next_at, 0) <= :now
 		ORDER BY m.ts, m.id LIMIT ` + fmt.Sprint(limit+len(skip))
 	rows, err := mb.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -121,8 +121,9 @@ func (mb *Mailbox) ClaimDelivery(ctx context.Context, id, owner string, now time
 			attempts = 0
 		case err != nil:
 			return err
-		case state == DeliverySending || state == DeliveryCancelled || next > now.UnixNano():
-			// Being sent, taken out by CancelQueued, or not due.
+		case state == DeliverySending || state == DeliveryCancelled || state == DeliveryHeld || next > now.UnixNano():
+			// Being sent, taken out by CancelQueued, held for approval,
+			// or not due.
 			return nil
 		}
 		attempts++
@@ -268,6 +269,9 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 	if box != BoxArchive && box != BoxDeadletter {
 		return "", fmt.Errorf("mailbox: finish delivery into %s", box)
 	}
+	if err := mb.fileApproval(ctx, d); err != nil {
+		return "", err
+	}
 	data, err := schema.EncodeDraft(d)
 	if err != nil {
 		return "", err
@@ -282,8 +286,10 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 		if err := reindexRow(ctx, tx, draftRow(d, box, rel)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ?`, d.ID); err != nil {
-			return err
+		for _, q := range []string{`DELETE FROM deliveries WHERE id = ?`, `DELETE FROM approvals WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, q, d.ID); err != nil {
+				return err
+			}
 		}
 		return mb.journal(ctx, tx, finishEvent(box), d.ID)
 	})
@@ -395,7 +401,17 @@ func (mb *Mailbox) IndexQueued(ctx context.Context, rel string) (*schema.Draft, 
 	}
 	// Already indexed (by `courier send`, or elsewhere: delivered meanwhile
 	// and the copy here is stale): the row stands.
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)) })
+	journaled := false
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if err := insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)); err != nil || !mb.holds(d) {
+			return err
+		}
+		journaled, err = mb.hold(ctx, tx, d.ID)
+		return err
+	})
+	if journaled {
+		mb.signal()
+	}
 	return d, err
 }
 
@@ -415,7 +431,7 @@ type OutboundStatus struct {
 func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 	now := mb.now().UnixNano()
 	rows, err := mb.db.QueryContext(ctx, `SELECT m.provider, COUNT(*),
-		SUM(CASE WHEN COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
+		SUM(CASE WHEN COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled', 'held') AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'retry' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'scheduled' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'sending' THEN 1 ELSE 0 END),
@@ -448,7 +464,7 @@ func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 // Forget drops the index and delivery rows of an id whose file is gone.
 func (mb *Mailbox) Forget(ctx context.Context, id string) error {
 	return withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM messages WHERE id = ?`, `DELETE FROM deliveries WHERE id = ?`, `DELETE FROM keys WHERE id = ?`} {
+		for _, q := range []string{`DELETE FROM messages WHERE id = ?`, `DELETE FROM deliveries WHERE id = ?`, `DELETE FROM keys WHERE id = ?`, `DELETE FROM approvals WHERE id = ?`} {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {
 				return err
 			}
