@@ -1,0 +1,251 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monoco/courier/internal/agents"
+	"github.com/monoco/courier/internal/approval"
+	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
+)
+
+// sendAs queues an email as agent ("" for the user's name) with `courier
+// send` and returns its id.
+func sendAs(t *testing.T, ws, agent, to string) string {
+	t.Helper()
+	args := []string{"send", "--provider", "email", "--to", to, "--subject", "Quote", "--text", "as discussed", "--format", "json"}
+	if agent != "" {
+		args = append([]string{"--agent", agent}, args...)
+	}
+	out, e, code := cli(t, ws, "", args...)
+	var res struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.ID == "" {
+		t.Fatalf("send: %d %s %s", code, out, e)
+	}
+	return res.ID
+}
+
+// filedDraft reads the draft id filed in box (archive or .deadletter).
+func filedDraft(t *testing.T, ws, box, id string) *schema.Draft {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox", box, "email", "*_"+id+".md"))
+	if len(m) != 1 {
+		t.Fatalf("%s in %s/: %v", id, box, m)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := schema.DecodeDraft(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// stillHeld checks, past a rescan of the queue, that id is still held
+// and that the peer got nothing.
+func stillHeld(t *testing.T, ws, id string, sink *testutil.SMTPSink, when string) {
+	t.Helper()
+	time.Sleep(1500 * time.Millisecond) // rescan_interval 1s
+	if st := outList(t, ws)[id].Status; st != mailbox.OutAwaitingApproval {
+		t.Errorf("%s: %s is %s, want %s", when, id, st, mailbox.OutAwaitingApproval)
+	}
+	if n := len(sink.Messages(t)); n != 0 {
+		t.Errorf("%s: the peer got %d messages", when, n)
+	}
+}
+
+// approval: all holds a reply: listed awaiting_approval, nothing reaches
+// the SMTP peer, not after a restart either; approved (through the
+// socket, or on the mailbox with the service stopped), it is delivered
+// exactly once and archived with who approved it and when.
+func TestApprovalAllHoldsUntilApproved(t *testing.T) {
+	me := agents.UserName()
+	for _, via := range []string{"service", "direct"} {
+		t.Run(via, func(t *testing.T) {
+			sink := testutil.StartSMTPSink(t, nil)
+			ws, web := outboundWS(t, sink, fmt.Sprintf("approval: all, approvers: {users: [%s]}", me))
+			s := startServe(t, ws, web)
+			id := sendAs(t, ws, "bot", "ann@example.com")
+			table, _, _ := cli(t, ws, "", "outbound", "list")
+			if !strings.Contains(table, id) || !strings.Contains(table, "awaiting_approval") {
+				t.Errorf("list:\n%s", table)
+			}
+			stillHeld(t, ws, id, sink, "queued")
+			s.Stop(t)
+			s = startServe(t, ws, web)
+			stillHeld(t, ws, id, sink, "after a restart")
+			if via == "direct" {
+				s.Stop(t)
+			}
+			before := time.Now()
+			out, e, code := cli(t, ws, "", "approve", id)
+			if code != 0 || !strings.Contains(out, "is approved by "+me) {
+				t.Fatalf("approve: %d %s %s", code, out, e)
+			}
+			if via == "direct" {
+				if st := outList(t, ws)[id].Status; st != mailbox.OutQueued {
+					t.Errorf("approved with no service: %s", st)
+				}
+				s = startServe(t, ws, web)
+			} else if !strings.Contains(s.Log(), "approve") {
+				t.Errorf("the approval did not go through the socket:\n%s", s.Log())
+			}
+			testutil.WaitFor(t, 20*time.Second, "the reply archived", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+			time.Sleep(500 * time.Millisecond)
+			if n := len(sink.Messages(t)); n != 1 {
+				t.Errorf("the peer got %d messages, want 1", n)
+			}
+			d := filedDraft(t, ws, "archive", id)
+			a := d.Delivery.Approval
+			if d.Delivery.Status != schema.DeliverySent || a == nil || a.Status != schema.ApprovalApproved || a.By != me || a.At == nil ||
+				a.At.Before(before.Add(-time.Second)) || d.Approval != nil {
+				t.Errorf("archived delivery %+v, approval %+v", d.Delivery, a)
+			}
+			if _, e, code := cli(t, ws, "", "approve", id); code != 2 || !strings.Contains(e, "sent already") {
+				t.Errorf("approved again: %d %s", code, e)
+			}
+		})
+	}
+}
+
+// approval: external sends a reply to internal addresses only at once and
+// holds one to anyone else, a subdomain of an internal domain included.
+func TestApprovalExternal(t *testing.T) {
+	sink := testutil.StartSMTPSink(t, nil)
+	ws, web := outboundWS(t, sink, fmt.Sprintf("approval: external, internal: {email: [corp.example]}, approvers: {users: [%s]}", agents.UserName()))
+	startServe(t, ws, web)
+	inside := sendAs(t, ws, "bot", "bob@corp.example")
+	outside := sendAs(t, ws, "bot", "ann@example.com")
+	sub := sendAs(t, ws, "bot", "eve@mail.corp.example")
+	testutil.WaitFor(t, 20*time.Second, "the internal reply sent", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+	if sent := countIDs(t, ws, "--outbound", "--status", "sent"); sent[0] != inside {
+		t.Errorf("sent %v, want %s", sent, inside)
+	}
+	l := outList(t, ws)
+	for _, id := range []string{outside, sub} {
+		if l[id].Status != mailbox.OutAwaitingApproval {
+			t.Errorf("%s: %+v", id, l[id])
+		}
+	}
+	if n := len(sink.Messages(t)); n != 1 {
+		t.Errorf("the peer got %d messages, want 1", n)
+	}
+}
+
+// A rejected reply is dead-lettered with the reason and who rejected it,
+// and never sent; hooks get awaiting_approval when it is held and dead
+// when it is rejected. A reject without --reason is a usage error.
+func TestApprovalRejectFiresHooks(t *testing.T) {
+	me := agents.UserName()
+	type ev struct {
+		event string
+		d     schema.Draft
+	}
+	events := make(chan ev, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d schema.Draft
+		json.NewDecoder(r.Body).Decode(&d)
+		events <- ev{r.Header.Get("X-Courier-Event"), d}
+	}))
+	defer srv.Close()
+	sink := testutil.StartSMTPSink(t, nil)
+	ws, web := outboundWS(t, sink, fmt.Sprintf("approval: all, approvers: {groups: [%s]}", primaryGroup(t)),
+		fmt.Sprintf("  notify:\n    - {name: approvals, url: %s, secret: k, on: [awaiting_approval, dead]}\n", srv.URL))
+	s := startServe(t, ws, web)
+	id := sendAs(t, ws, "bot", "ann@example.com")
+	next := func(what string) ev {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s event:\n%s", what, s.Log())
+		}
+		return ev{}
+	}
+	if e := next("awaiting_approval"); e.event != "awaiting_approval" || e.d.ID != id || !e.d.Awaiting() {
+		t.Errorf("first event %s %s %+v", e.event, e.d.ID, e.d.Approval)
+	}
+	if _, e, code := cli(t, ws, "", "reject", id); code != 64 || !strings.Contains(e, "--reason") {
+		t.Errorf("reject without a reason: %d %s", code, e)
+	}
+	out, e, code := cli(t, ws, "", "reject", id, "--reason", "promises a discount we do not give")
+	if code != 0 || !strings.Contains(out, "is rejected") {
+		t.Fatalf("reject: %d %s %s", code, out, e)
+	}
+	want := "rejected by " + me + ": promises a discount we do not give"
+	if e := next("dead"); e.event != "dead" || e.d.ID != id || e.d.Delivery == nil || string(e.d.Delivery.Reason) != want {
+		t.Errorf("dead event %s %s %+v", e.event, e.d.ID, e.d.Delivery)
+	}
+	d := filedDraft(t, ws, ".deadletter", id)
+	if a := d.Delivery.Approval; a == nil || a.Status != schema.ApprovalRejected || a.By != me || a.At == nil || string(a.Reason) != "promises a discount we do not give" {
+		t.Errorf("dead letter's approval %+v", a)
+	}
+	if l := outList(t, ws)[id]; l.Status != mailbox.OutDead || l.Reason != want {
+		t.Errorf("listed as %+v", l)
+	}
+	if n := len(sink.Messages(t)); n != 0 {
+		t.Errorf("the peer got %d messages", n)
+	}
+}
+
+func primaryGroup(t *testing.T) string {
+	t.Helper()
+	gs := approval.SelfIdentity().Groups
+	if len(gs) == 0 {
+		t.Skip("this process's group has no name")
+	}
+	return gs[0]
+}
+
+// Who may not approve gets 77, through the socket and on the mailbox: a
+// user not listed, and a listed user on a draft its own agents queued
+// (its name, or <name>@<user>). A member of a listed group may.
+func TestApprovalRefused(t *testing.T) {
+	me := agents.UserName()
+	for _, c := range []struct {
+		name, approvers, agent string
+		code                   int
+	}{
+		{"not listed", "users: [nobody-listed]", "bot", 77},
+		{"own draft", "users: [" + me + "]", "", 77},
+		{"own agent's draft", "users: [" + me + "]", "reviewer@" + me, 77},
+		{"by group", "groups: [" + primaryGroup(t) + "]", "bot", 0},
+	} {
+		for _, via := range []string{"service", "direct"} {
+			t.Run(c.name+"/"+via, func(t *testing.T) {
+				sink := testutil.StartSMTPSink(t, nil)
+				ws, web := outboundWS(t, sink, "approval: all, approvers: {"+c.approvers+"}")
+				s := startServe(t, ws, web)
+				id := sendAs(t, ws, c.agent, "ann@example.com")
+				if via == "direct" {
+					s.Stop(t)
+				}
+				_, e, code := cli(t, ws, "", "approve", id)
+				if code != c.code {
+					t.Fatalf("approve: %d %s, want %d", code, e, c.code)
+				}
+				if code == 0 {
+					return
+				}
+				if _, e2, code := cli(t, ws, "", "reject", id, "--reason", "no"); code != 77 {
+					t.Errorf("reject: %d %s", code, e2)
+				}
+				if st := outList(t, ws)[id].Status; st != mailbox.OutAwaitingApproval {
+					t.Errorf("after the refusals (%s): %s", e, st)
+				}
+			})
+		}
+	}
+}
