@@ -423,8 +423,10 @@ type OutboundStatus struct {
 	Retrying  int             `json:"retrying"`  // waiting after a temporary failure
 	Scheduled int             `json:"scheduled"` // held until schedule_at
 	Sending   int             `json:"sending"`
-	Oldest    *time.Time      `json:"oldest,omitempty"`
-	LastError string          `json:"last_error,omitempty"`
+	// AwaitingApproval counts the drafts held for a person (approval.go).
+	AwaitingApproval int        `json:"awaiting_approval,omitempty"`
+	Oldest           *time.Time `json:"oldest,omitempty"`
+	LastError        string     `json:"last_error,omitempty"`
 }
 
 // Outbound returns the queue per provider.
@@ -435,6 +437,7 @@ func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 		SUM(CASE WHEN d.state = 'retry' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'scheduled' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'sending' THEN 1 ELSE 0 END),
+		SUM(CASE WHEN d.state = 'held' THEN 1 ELSE 0 END),
 		MIN(m.ts),
 		COALESCE(MAX(CASE WHEN d.last_error != '' THEN d.updated_at || ' ' || d.last_error END), '')
 		FROM messages m LEFT JOIN deliveries d ON d.id = m.id WHERE m.box = 'outbound' GROUP BY m.provider ORDER BY m.provider`, now)
@@ -447,7 +450,7 @@ func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 		var s OutboundStatus
 		var p string
 		var oldest int64
-		if err := rows.Scan(&p, &s.Queued, &s.Due, &s.Retrying, &s.Scheduled, &s.Sending, &oldest, &s.LastError); err != nil {
+		if err := rows.Scan(&p, &s.Queued, &s.Due, &s.Retrying, &s.Scheduled, &s.Sending, &s.AwaitingApproval, &oldest, &s.LastError); err != nil {
 			return nil, err
 		}
 		s.Provider = schema.Provider(p)

@@ -81,6 +81,9 @@ func TestApprovalAllHoldsUntilApproved(t *testing.T) {
 			if !strings.Contains(table, id) || !strings.Contains(table, "awaiting_approval") {
 				t.Errorf("list:\n%s", table)
 			}
+			if st, _, _ := cli(t, ws, "", "status"); !strings.Contains(st, "email  queued 1 (due 0, sending 0, retrying 0, scheduled 0); awaiting approval 1") {
+				t.Errorf("status:\n%s", st)
+			}
 			stillHeld(t, ws, id, sink, "queued")
 			s.Stop(t)
 			s = startServe(t, ws, web)
