@@ -131,9 +131,17 @@ func TestApprovalExternal(t *testing.T) {
 	inside := sendAs(t, ws, "bot", "bob@corp.example")
 	outside := sendAs(t, ws, "bot", "ann@example.com")
 	sub := sendAs(t, ws, "bot", "eve@mail.corp.example")
-	testutil.WaitFor(t, 20*time.Second, "the internal reply sent", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
-	if sent := countIDs(t, ws, "--outbound", "--status", "sent"); sent[0] != inside {
-		t.Errorf("sent %v, want %s", sent, inside)
+	// send says so, in text and in JSON (the MCP send tool's result).
+	for to, want := range map[string]bool{"zed@example.com": true, "zoe@corp.example": false} {
+		out, _, _ := cli(t, ws, "", "--agent", "bot", "send", "--provider", "email", "--to", to, "--subject", "x", "--text", "y")
+		js, _, _ := cli(t, ws, "", "--agent", "bot", "send", "--provider", "email", "--to", to, "--subject", "x", "--text", "y", "--format", "json")
+		if strings.Contains(out, "(awaiting approval: it is sent once a person approves it)") != want || strings.Contains(js, `"awaiting_approval":true`) != want {
+			t.Errorf("send to %s says:\n%s%s", to, out, js)
+		}
+	}
+	testutil.WaitFor(t, 20*time.Second, "the internal replies sent", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 3 })
+	if sent := strings.Join(countIDs(t, ws, "--outbound", "--status", "sent"), " "); !strings.Contains(sent, inside) {
+		t.Errorf("sent %v, want %s among them", sent, inside)
 	}
 	l := outList(t, ws)
 	for _, id := range []string{outside, sub} {
@@ -141,8 +149,8 @@ func TestApprovalExternal(t *testing.T) {
 			t.Errorf("%s: %+v", id, l[id])
 		}
 	}
-	if n := len(sink.Messages(t)); n != 1 {
-		t.Errorf("the peer got %d messages, want 1", n)
+	if n := len(sink.Messages(t)); n != 3 {
+		t.Errorf("the peer got %d messages, want 3", n)
 	}
 }
 

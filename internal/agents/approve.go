@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/mailbox"
+	"github.com/monoco/courier/schema"
 )
 
 // The approval gate's verbs (`courier approve`, `courier reject`, the web
@@ -111,4 +113,16 @@ func (c *Conn) Approval(ctx context.Context, req agentapi.ApprovalRequest) (*age
 		return res, c.remoteError(err)
 	}
 	return decideOn(ctx, c.mb, c.l.Config, approval.SelfIdentity(), req, nil)
+}
+
+// AwaitingNote is what the command line adds to "queued ID -> PATH" for
+// a draft held for approval ("" for any other).
+func AwaitingNote(res *agentapi.SendResult) string {
+	var d struct {
+		Approval *schema.Approval `json:"approval"`
+	}
+	if res.DryRun || json.Unmarshal(res.Draft, &d) != nil || d.Approval == nil || d.Approval.Status != schema.ApprovalAwaiting {
+		return ""
+	}
+	return " (awaiting approval: it is sent once a person approves it)"
 }
