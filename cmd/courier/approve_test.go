@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,4 +261,50 @@ func TestApprovalRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// watch --outbound prints drafts as they are sent or dead, not as they
+// are held: a held draft approved and sent is printed once, sent.
+func TestWatchOutboundSkipsHeld(t *testing.T) {
+	ws := newWorkspace(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, lines := ntWatch(t, ws, []string{watchGateEnv + "=" + gate}, "--outbound")
+	g, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteString("go\n")
+	g.Close()
+	mb, err := mailbox.Open(ws, &mailbox.Options{Hold: func(*schema.Draft) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	ctx := context.Background()
+	d := &schema.Draft{ID: "lark_out_" + strings.Repeat("b", 32), Provider: schema.Lark, To: schema.Recipients{"oc_1"}, CreatedAt: schema.TimePtr(time.Now()), Body: "x\n"}
+	rel, err := mb.Queue(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the held event journaled, read by the watch
+	if err := mb.Approve(ctx, d.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	d.Delivery = &schema.Delivery{Status: schema.DeliverySent, Attempts: 1, SentAt: schema.TimePtr(time.Now()), ProviderMessageID: "om_1"}
+	if _, err := mb.FinishDelivery(ctx, d, rel, mailbox.BoxArchive); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-lines:
+		var e mailbox.Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.ID != d.ID || e.Status != mailbox.StatusSent {
+			t.Errorf("printed %s", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sent draft was not printed")
+	}
+	ntInterrupt(t, cmd)
 }
