@@ -2,12 +2,14 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/agentapi"
+	"github.com/monoco/courier/internal/agents"
 )
 
 // approvalCommands are `courier approve` and `courier reject`: a person's
@@ -38,31 +40,9 @@ func (a *app) approvalCommand(verb, short, long string) *cobra.Command {
 			if verb == agentapi.ApprovalReject && reason == "" {
 				return usageError("reject needs --reason TEXT: it is filed with the draft and tells its agent why")
 			}
-			ids, conn, err := a.dialIDs(cmd.Context(), args, format)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			enc := json.NewEncoder(a.stdout)
-			enc.SetEscapeHTML(false)
-			var first error
-			for _, id := range ids {
-				res, err := conn.Approval(cmd.Context(), agentapi.ApprovalRequest{Verb: verb, ID: id, Reason: reason})
-				if err != nil {
-					fmt.Fprintf(a.stderr, "%s%v\n", errPrefix, err)
-					first = cmp.Or(first, err)
-					continue
-				}
-				if format == "json" {
-					enc.Encode(res)
-				} else {
-					fmt.Fprintln(a.stdout, res.Message)
-				}
-			}
-			if first != nil {
-				return &exitError{code: exitCode(first)}
-			}
-			return nil
+			return a.eachDraft(cmd.Context(), args, format, func(conn *agents.Conn, id string) (*agentapi.OutboundResult, error) {
+				return conn.Approval(cmd.Context(), agentapi.ApprovalRequest{Verb: verb, ID: id, Reason: reason})
+			})
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "text or json")
@@ -70,4 +50,36 @@ func (a *app) approvalCommand(verb, short, long string) *cobra.Command {
 		c.Flags().StringVar(&reason, "reason", "", "why the draft is rejected (required; filed with it)")
 	}
 	return c
+}
+
+// eachDraft runs a verb on each draft of args (ids, or - for ids on
+// stdin), through the service or on the mailbox, printing each result (or
+// each refusal, on stderr) and going on; the exit code is the first
+// refusal's.
+func (a *app) eachDraft(ctx context.Context, args []string, format string, verb func(*agents.Conn, string) (*agentapi.OutboundResult, error)) error {
+	ids, conn, err := a.dialIDs(ctx, args, format)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	var first error
+	for _, id := range ids {
+		res, err := verb(conn, id)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "%s%v\n", errPrefix, err)
+			first = cmp.Or(first, err)
+			continue
+		}
+		if format == "json" {
+			enc.Encode(res)
+		} else {
+			fmt.Fprintln(a.stdout, res.Message)
+		}
+	}
+	if first != nil {
+		return &exitError{code: exitCode(first)}
+	}
+	return nil
 }

@@ -57,29 +57,26 @@ func checkApproval(k *confkit.Checker, o *Outbound) {
 	default:
 		k.Bad("approval", "%q is not one of none, external, all", o.Approval)
 	}
-	for _, d := range o.Internal.Email {
-		if !domainRE.MatchString(strings.ToLower(strings.TrimSuffix(d, "."))) {
-			k.Bad("internal.email", "%q is not a domain (example.com; *.example.com for its subdomains)", d)
-		}
-	}
-	for _, c := range o.Internal.Slack {
-		if !slackChanRE.MatchString(c) {
-			k.Bad("internal.slack", "%q is not a Slack channel id (C…, G… or D…, upper case)", c)
-		}
-	}
-	for _, c := range o.Internal.Lark {
-		if !larkChatRE.MatchString(c) {
-			k.Bad("internal.lark", "%q is not a Lark chat id (oc_…)", c)
-		}
-	}
-	for _, u := range o.Approvers.Users {
-		if !unixNameRE.MatchString(u) {
-			k.Bad("approvers.users", "%q is not a Unix user name", u)
-		}
-	}
-	for _, g := range o.Approvers.Groups {
-		if !unixNameRE.MatchString(g) {
-			k.Bad("approvers.groups", "%q is not a Unix group name", g)
+	for _, l := range []struct {
+		key  string
+		vals []string
+		re   *regexp.Regexp
+		what string
+	}{
+		{"internal.email", o.Internal.Email, domainRE, "a domain (example.com; *.example.com for its subdomains)"},
+		{"internal.slack", o.Internal.Slack, slackChanRE, "a Slack channel id (C…, G… or D…, upper case)"},
+		{"internal.lark", o.Internal.Lark, larkChatRE, "a Lark chat id (oc_…)"},
+		{"approvers.users", o.Approvers.Users, unixNameRE, "a Unix user name"},
+		{"approvers.groups", o.Approvers.Groups, unixNameRE, "a Unix group name"},
+	} {
+		for _, v := range l.vals {
+			w := v
+			if l.key == "internal.email" {
+				w = strings.ToLower(strings.TrimSuffix(v, "."))
+			}
+			if !l.re.MatchString(w) {
+				k.Bad(l.key, "%q is not %s", v, l.what)
+			}
 		}
 	}
 	if o.ApprovalMode() != ApprovalNone && len(o.Approvers.Users)+len(o.Approvers.Groups) == 0 {
