@@ -103,10 +103,12 @@ func TestApprovalAllHoldsUntilApproved(t *testing.T) {
 					t.Errorf("approved with no service: %s", st)
 				}
 				s = startServe(t, ws, web)
-			} else if !strings.Contains(s.Log(), "approve") {
-				t.Errorf("the approval did not go through the socket:\n%s", s.Log())
+			} else {
+				// The service's log is read as it comes: wait for the line.
+				testutil.WaitFor(t, 10*time.Second, "the approval through the socket", func() bool { return strings.Contains(s.Log(), "approve") })
 			}
 			testutil.WaitFor(t, 20*time.Second, "the reply archived", func() bool { return len(countIDs(t, ws, "--outbound", "--status", "sent")) == 1 })
+			testutil.WaitFor(t, 10*time.Second, "the reply at the peer", func() bool { return len(sink.Messages(t)) > 0 })
 			time.Sleep(500 * time.Millisecond)
 			if n := len(sink.Messages(t)); n != 1 {
 				t.Errorf("the peer got %d messages, want 1", n)
@@ -151,6 +153,7 @@ func TestApprovalExternal(t *testing.T) {
 			t.Errorf("%s: %+v", id, l[id])
 		}
 	}
+	testutil.WaitFor(t, 10*time.Second, "the replies at the peer", func() bool { return len(sink.Messages(t)) >= 3 })
 	if n := len(sink.Messages(t)); n != 3 {
 		t.Errorf("the peer got %d messages, want 3", n)
 	}
