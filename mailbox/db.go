@@ -99,7 +99,7 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	// The journal's table is new in an existing database too: created here,
 	// it needs no version change (nothing derived is rebuilt).
-	if _, err := db.Exec(ddl + eventsDDL); err != nil {
+	if _, err := db.Exec(ddl + eventsDDL + approvalsDDL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mailbox: state database %s: %w", path, dbError(err))
 	}

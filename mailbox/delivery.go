@@ -51,7 +51,7 @@ func (mb *Mailbox) DueDrafts(ctx context.Context, providers []schema.Provider, n
 	}
 	q := `SELECT m.id, m.provider, m.path, COALESCE(d.attempts, 0), COALESCE(d.state, 'queued') FROM messages m LEFT JOIN deliveries d ON d.id = m.id
 		WHERE m.box = 'outbound' AND m.provider IN (` + strings.Join(ph, ", ") + `)
-		AND COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= :now
+		AND COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled', 'held') AND COALESCE(d.next_at, 0) <= :now
 		ORDER BY m.ts, m.id LIMIT ` + fmt.Sprint(limit+len(skip))
 	rows, err := mb.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -121,8 +121,9 @@ func (mb *Mailbox) ClaimDelivery(ctx context.Context, id, owner string, now time
 			attempts = 0
 		case err != nil:
 			return err
-		case state == DeliverySending || state == DeliveryCancelled || next > now.UnixNano():
-			// Being sent, taken out by CancelQueued, or not due.
+		case state == DeliverySending || state == DeliveryCancelled || state == DeliveryHeld || next > now.UnixNano():
+			// Being sent, taken out by CancelQueued, held for approval,
+			// or not due.
 			return nil
 		}
 		attempts++
@@ -268,6 +269,9 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 	if box != BoxArchive && box != BoxDeadletter {
 		return "", fmt.Errorf("mailbox: finish delivery into %s", box)
 	}
+	if err := mb.fileApproval(ctx, d); err != nil {
+		return "", err
+	}
 	data, err := schema.EncodeDraft(d)
 	if err != nil {
 		return "", err
@@ -282,8 +286,10 @@ func (mb *Mailbox) FinishDelivery(ctx context.Context, d *schema.Draft, queuedRe
 		if err := reindexRow(ctx, tx, draftRow(d, box, rel)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE id = ?`, d.ID); err != nil {
-			return err
+		for _, q := range []string{`DELETE FROM deliveries WHERE id = ?`, `DELETE FROM approvals WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, q, d.ID); err != nil {
+				return err
+			}
 		}
 		return mb.journal(ctx, tx, finishEvent(box), d.ID)
 	})
@@ -395,7 +401,17 @@ func (mb *Mailbox) IndexQueued(ctx context.Context, rel string) (*schema.Draft, 
 	}
 	// Already indexed (by `courier send`, or elsewhere: delivered meanwhile
 	// and the copy here is stale): the row stands.
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)) })
+	journaled := false
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if err := insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)); err != nil || !mb.holds(d) {
+			return err
+		}
+		journaled, err = mb.hold(ctx, tx, d.ID)
+		return err
+	})
+	if journaled {
+		mb.signal()
+	}
 	return d, err
 }
 
@@ -407,18 +423,21 @@ type OutboundStatus struct {
 	Retrying  int             `json:"retrying"`  // waiting after a temporary failure
 	Scheduled int             `json:"scheduled"` // held until schedule_at
 	Sending   int             `json:"sending"`
-	Oldest    *time.Time      `json:"oldest,omitempty"`
-	LastError string          `json:"last_error,omitempty"`
+	// AwaitingApproval counts the drafts held for a person (approval.go).
+	AwaitingApproval int        `json:"awaiting_approval,omitempty"`
+	Oldest           *time.Time `json:"oldest,omitempty"`
+	LastError        string     `json:"last_error,omitempty"`
 }
 
 // Outbound returns the queue per provider.
 func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 	now := mb.now().UnixNano()
 	rows, err := mb.db.QueryContext(ctx, `SELECT m.provider, COUNT(*),
-		SUM(CASE WHEN COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled') AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
+		SUM(CASE WHEN COALESCE(d.state, 'queued') NOT IN ('sending', 'cancelled', 'held') AND COALESCE(d.next_at, 0) <= ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'retry' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'scheduled' AND d.next_at > ?1 THEN 1 ELSE 0 END),
 		SUM(CASE WHEN d.state = 'sending' THEN 1 ELSE 0 END),
+		SUM(CASE WHEN d.state = 'held' THEN 1 ELSE 0 END),
 		MIN(m.ts),
 		COALESCE(MAX(CASE WHEN d.last_error != '' THEN d.updated_at || ' ' || d.last_error END), '')
 		FROM messages m LEFT JOIN deliveries d ON d.id = m.id WHERE m.box = 'outbound' GROUP BY m.provider ORDER BY m.provider`, now)
@@ -431,7 +450,7 @@ func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 		var s OutboundStatus
 		var p string
 		var oldest int64
-		if err := rows.Scan(&p, &s.Queued, &s.Due, &s.Retrying, &s.Scheduled, &s.Sending, &oldest, &s.LastError); err != nil {
+		if err := rows.Scan(&p, &s.Queued, &s.Due, &s.Retrying, &s.Scheduled, &s.Sending, &s.AwaitingApproval, &oldest, &s.LastError); err != nil {
 			return nil, err
 		}
 		s.Provider = schema.Provider(p)
@@ -448,7 +467,7 @@ func (mb *Mailbox) Outbound(ctx context.Context) ([]OutboundStatus, error) {
 // Forget drops the index and delivery rows of an id whose file is gone.
 func (mb *Mailbox) Forget(ctx context.Context, id string) error {
 	return withTx(ctx, mb.db, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM messages WHERE id = ?`, `DELETE FROM deliveries WHERE id = ?`, `DELETE FROM keys WHERE id = ?`} {
+		for _, q := range []string{`DELETE FROM messages WHERE id = ?`, `DELETE FROM deliveries WHERE id = ?`, `DELETE FROM keys WHERE id = ?`, `DELETE FROM approvals WHERE id = ?`} {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {
 				return err
 			}

@@ -26,10 +26,13 @@ const (
 	EventInbound   EventKind = "inbound"   // a message became durable in inbound/
 	EventDelivered EventKind = "delivered" // a draft was sent and filed in archive/
 	EventDead      EventKind = "dead"      // a draft failed for good and was filed in .deadletter/
+	// EventAwaitingApproval: a draft was queued held for a person's
+	// approval (approval.go).
+	EventAwaitingApproval EventKind = "awaiting_approval"
 )
 
 // EventKinds lists every kind.
-var EventKinds = []EventKind{EventInbound, EventDelivered, EventDead}
+var EventKinds = []EventKind{EventInbound, EventDelivered, EventDead, EventAwaitingApproval}
 
 // Event is one row of the journal.
 type Event struct {

@@ -42,6 +42,9 @@ type row struct {
 	box     string
 	keys    []string
 	failure *schema.Failure
+	// A queued draft's hold (approval.go): its file says it awaits
+	// approval, or the policy would hold it.
+	awaiting, policyHold bool
 }
 
 const previewRunes = 120

@@ -37,6 +37,10 @@ type Options struct {
 	// writer): nothing is created, migrated or rebuilt, and a database
 	// that would need it is ErrReadOnlyRebuild.
 	ReadOnly bool
+	// Hold says whether a draft entering the queue waits for a person's
+	// approval (courier.outbound.approval; see approval.go). Nil holds
+	// only the drafts whose file says so.
+	Hold func(*schema.Draft) bool
 }
 
 // Mailbox is an open mailbox: its layout and its state database. It is safe

@@ -127,6 +127,8 @@ func queueStatus(state string, next int64, now time.Time) string {
 		return OutAccepted
 	case DeliveryCancelled:
 		return OutCancelling
+	case DeliveryHeld:
+		return OutAwaitingApproval
 	case DeliveryScheduled:
 		if next > now.UnixNano() {
 			return OutScheduled
@@ -190,6 +192,8 @@ func (mb *Mailbox) RetryNow(ctx context.Context, id string) (bool, error) {
 			return &ConflictError{ID: id, Status: StatusQueued, Msg: "is being cancelled"}
 		case DeliveryScheduled:
 			return &ConflictError{ID: id, Status: StatusQueued, Msg: "is held until its options.schedule_at, which retry does not override"}
+		case DeliveryHeld:
+			return &ConflictError{ID: id, Status: StatusQueued, Msg: "is awaiting approval (`courier approve` sends it)"}
 		case DeliveryRetry:
 			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET next_at = 0, updated_at = ? WHERE id = ? AND next_at > ?`,
 				mb.now().UnixNano(), id, mb.now().UnixNano())
@@ -226,6 +230,12 @@ func (mb *Mailbox) CancelQueued(ctx context.Context, id, by string) (string, err
 	}
 	// From here no engine claims it: file it. An interruption leaves it
 	// queued as cancelled ("cancelling"), and a cancel again files it.
+	return mb.fileTakenOut(ctx, id, "cancelled by "+by)
+}
+
+// fileTakenOut files a queued draft no engine claims any more (cancelled,
+// rejected) in .deadletter/<provider>/, its delivery block saying why.
+func (mb *Mailbox) fileTakenOut(ctx context.Context, id, reason string) (string, error) {
 	d, e, err := mb.Draft(ctx, id)
 	if err != nil {
 		return "", err
@@ -237,7 +247,7 @@ func (mb *Mailbox) CancelQueued(ctx context.Context, id, by string) (string, err
 	var attempts int
 	mb.db.QueryRowContext(ctx, `SELECT attempts FROM deliveries WHERE id = ?`, id).Scan(&attempts)
 	d.Delivery = &schema.Delivery{Status: schema.DeliveryFailed, Attempts: attempts, FailedAt: schema.TimePtr(mb.now()),
-		Reason: schema.Text("cancelled by " + by), Recipients: reached}
+		Reason: schema.Text(reason), Recipients: reached}
 	return mb.FinishDelivery(ctx, d, e.Path, BoxDeadletter)
 }
 
@@ -276,7 +286,11 @@ func (mb *Mailbox) Requeue(ctx context.Context, id string) (string, error) {
 	if d.Delivery != nil {
 		reached = d.Delivery.Recipients
 	}
-	d.Delivery = nil
+	d.Delivery, d.Approval = nil, nil
+	held := mb.holds(d)
+	if held {
+		d.Approval = &schema.Approval{Status: schema.ApprovalAwaiting}
+	}
 	data, err := schema.EncodeDraft(d)
 	if err != nil {
 		return "", err
@@ -299,8 +313,20 @@ func (mb *Mailbox) Requeue(ctx context.Context, id string) (string, error) {
 		if err := reindexRow(ctx, tx, draftRow(d, BoxOutbound, rel)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO deliveries (id, state, attempts, next_at, accepted, updated_at) VALUES (?, 'queued', 0, 0, ?, ?)`,
-			id, acc, mb.now().UnixNano())
+		// Queued again, it is decided on again: a rejected draft an
+		// agent requeues waits for a person once more.
+		for _, q := range []string{`DELETE FROM deliveries WHERE id = ?`, `DELETE FROM approvals WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		if held {
+			if _, err := mb.hold(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (id, state, attempts, next_at, accepted, updated_at) VALUES (?1, 'queued', 0, 0, ?2, ?3)
+			ON CONFLICT(id) DO UPDATE SET accepted = ?2`, id, acc, mb.now().UnixNano())
 		return err
 	})
 	if err != nil {

@@ -176,7 +176,11 @@ func (mb *Mailbox) parseFile(f found, large chan struct{}) parsed {
 	case d.ID != f.id:
 		return parsed{f: f, err: fmt.Errorf("draft id %q does not match the file name", d.ID)}
 	}
-	return parsed{f: f, row: draftRow(d, f.box, f.rel)}
+	r := draftRow(d, f.box, f.rel)
+	if f.box == BoxOutbound {
+		r.awaiting, r.policyHold = d.Awaiting(), mb.holds(d)
+	}
+	return parsed{f: f, row: r}
 }
 
 // Reindex rebuilds the index and dedupe keys from the files. Claims and
@@ -358,6 +362,17 @@ func (mb *Mailbox) indexFiles(ctx context.Context, tx *sql.Tx, todo []found, ind
 			}
 			journaled++
 		}
+		// A held draft stays held; one the index did not know (dropped
+		// into outbound/ while no service ran) is decided on now.
+		if _, known := indexed[p.row.entry.ID]; p.row.awaiting || (p.row.policyHold && !known) {
+			ok, err := mb.hold(ctx, tx, p.row.entry.ID)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				journaled++
+			}
+		}
 		if f := p.row.failure; f != nil && Box(p.row.box) == BoxDeadletter {
 			// The file records why it was set aside.
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (id, status, agent, failures, reason, updated_at)
@@ -380,6 +395,7 @@ func settleClaims(ctx context.Context, tx *sql.Tx, now int64) error {
 		`UPDATE claims SET status = 'done', updated_at = ?1 WHERE status != 'done' AND id IN (SELECT id FROM messages WHERE box = 'archive' AND direction = 'inbound')`,
 		`UPDATE claims SET status = 'dead', updated_at = ?1 WHERE status != 'dead' AND id IN (SELECT id FROM messages WHERE box = '.deadletter' AND direction = 'inbound')`,
 		`DELETE FROM deliveries WHERE id NOT IN (SELECT id FROM messages WHERE box = 'outbound')`,
+		`DELETE FROM approvals WHERE id NOT IN (SELECT id FROM messages WHERE box = 'outbound')`,
 	}
 	for _, q := range stmts {
 		if _, err := tx.ExecContext(ctx, q, now); err != nil {

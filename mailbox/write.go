@@ -156,6 +156,11 @@ func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
 	if d.ID == "" || d.Provider == "" || d.CreatedAt == nil {
 		return "", fmt.Errorf("mailbox: queue: draft needs id, provider and created_at")
 	}
+	held := mb.holds(d)
+	d.Approval = nil
+	if held {
+		d.Approval = &schema.Approval{Status: schema.ApprovalAwaiting}
+	}
 	data, err := schema.EncodeDraft(d)
 	if err != nil {
 		return "", err
@@ -172,9 +177,19 @@ func (mb *Mailbox) Queue(ctx context.Context, d *schema.Draft) (string, error) {
 	rel := mb.Rel(filepath.Join(dir, name))
 	// The engine may have seen the file first (indexed it, even sent and
 	// archived it): then its row stands.
-	err = withTx(ctx, mb.db, func(tx *sql.Tx) error { return insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)) })
+	journaled := false
+	err = withTx(ctx, mb.db, func(tx *sql.Tx) error {
+		if err := insertIfAbsent(ctx, tx, draftRow(d, BoxOutbound, rel)); err != nil || !held {
+			return err
+		}
+		journaled, err = mb.hold(ctx, tx, d.ID)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("mailbox: queue %s: %w", d.ID, err)
+	}
+	if journaled {
+		mb.signal()
 	}
 	return rel, nil
 }

@@ -39,7 +39,7 @@
 // (PATH, HOME, LANG, USER and TZ of the service's, none of its secrets,
 // plus the hook's env) and:
 //
-//	COURIER_EVENT           inbound, delivered or dead
+//	COURIER_EVENT           inbound, delivered, dead or awaiting_approval
 //	COURIER_HOOK            the hook's name
 //	COURIER_DELIVERY_ID     <hook>:<journal seq> of the (last) event: the same on every retry
 //	COURIER_ROOT            the workspace

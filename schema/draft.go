@@ -123,6 +123,10 @@ type Delivery struct {
 	// Recipients holds per-recipient outcomes where the provider reports
 	// them (SMTP).
 	Recipients []RecipientResult `yaml:"recipients,omitempty" json:"recipients,omitempty"`
+	// Approval is the decision a person took on a draft held for
+	// approval: who approved it and when, or who rejected it, when and
+	// why.
+	Approval *Approval `yaml:"approval,omitempty" json:"approval,omitempty"`
 }
 
 // RecipientResult is the outcome for one recipient.
@@ -167,6 +171,9 @@ type Draft struct {
 	InboundID string `yaml:"inbound_id,omitempty" json:"inbound_id,omitempty"`
 	// Email holds the threading headers of an email, fixed at queue time.
 	Email *EmailHeaders `yaml:"email,omitempty" json:"email,omitempty"`
+	// Approval says a queued draft is held until a person approves it
+	// (courier.outbound.approval).
+	Approval *Approval `yaml:"approval,omitempty" json:"approval,omitempty"`
 	// Delivery is set once the draft is delivered or given up on.
 	Delivery *Delivery `yaml:"delivery,omitempty" json:"delivery,omitempty"`
 

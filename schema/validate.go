@@ -208,6 +208,10 @@ func (d *Draft) Validate(src *Source) error {
 	if d.Delivery != nil && d.Delivery.Status != DeliverySent && d.Delivery.Status != DeliveryFailed {
 		v.errorf("delivery.status", "%s is not one of sent, failed", quote(d.Delivery.Status))
 	}
+	v.approval("approval", d.Approval)
+	if d.Delivery != nil {
+		v.approval("delivery.approval", d.Delivery.Approval)
+	}
 	if len(v.errs) > 0 {
 		return v.errs.sorted()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/agentapi"
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/mailbox"
 )
@@ -105,33 +106,9 @@ func (a *app) outboundVerbCommand(verb, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, conn, err := a.dialIDs(cmd.Context(), args, format)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			enc := json.NewEncoder(a.stdout)
-			enc.SetEscapeHTML(false)
-			var first error
-			for _, id := range ids {
-				res, err := conn.Outbound(cmd.Context(), agentapi.OutboundRequest{Verb: verb, ID: id})
-				if err != nil {
-					fmt.Fprintf(a.stderr, "%s%v\n", errPrefix, err)
-					if first == nil {
-						first = err
-					}
-					continue
-				}
-				if format == "json" {
-					enc.Encode(res)
-				} else {
-					fmt.Fprintln(a.stdout, res.Message)
-				}
-			}
-			if first != nil {
-				return &exitError{code: exitCode(first)}
-			}
-			return nil
+			return a.eachDraft(cmd.Context(), args, format, func(conn *agents.Conn, id string) (*agentapi.OutboundResult, error) {
+				return conn.Outbound(cmd.Context(), agentapi.OutboundRequest{Verb: verb, ID: id})
+			})
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "text or json")

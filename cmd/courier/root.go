@@ -16,6 +16,7 @@ import (
 
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/agents"
+	"github.com/monoco/courier/internal/approval"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/confkit"
 	"github.com/monoco/courier/internal/daemon"
@@ -82,6 +83,10 @@ it the caller's user.`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.initCommand(), a.validateCommand(), a.reindexCommand(), a.hooksCommand(), a.outboundCommand(), a.pruneCommand(), a.backupCommand()} {
+		c.GroupID = "maint"
+		root.AddCommand(c)
+	}
+	for _, c := range a.approvalCommands() {
 		c.GroupID = "maint"
 		root.AddCommand(c)
 	}
@@ -166,6 +171,8 @@ func (a *app) Mailbox() (*mailbox.Mailbox, error) {
 		// An agent in the workspace's group reads a mailbox only the
 		// service writes (package agents).
 		ReadOnly: agents.ReadOnly(a.root),
+		// The approval gate decides as a draft is queued.
+		Hold: approval.NewPolicy(&cfg.Courier.Outbound).Hold,
 	})
 	if errors.Is(err, mailbox.ErrNotInitialized) {
 		return nil, fault.Wrap(fault.NoInput, fmt.Errorf("no mailbox in %s: run `courier init` there, or point --root at the workspace", a.root))

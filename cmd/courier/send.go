@@ -127,7 +127,7 @@ func (a *app) printSent(res *agentapi.SendResult, format string) error {
 		_, err := io.WriteString(a.stdout, res.File)
 		return err
 	}
-	fmt.Fprintf(a.stdout, "queued %s -> %s\n", res.ID, res.Path)
+	fmt.Fprintf(a.stdout, "queued %s -> %s%s\n", res.ID, res.Path, agents.AwaitingNote(res))
 	return nil
 }
 

@@ -167,6 +167,9 @@ func printReport(w io.Writer, r service.Report) {
 		fmt.Fprintln(w, "Outbound:")
 		for _, q := range r.Outbound {
 			fmt.Fprintf(w, "  %-6s queued %d (due %d, sending %d, retrying %d, scheduled %d)", q.Provider, q.Queued, q.Due, q.Sending, q.Retrying, q.Scheduled)
+			if q.AwaitingApproval > 0 {
+				fmt.Fprintf(w, "; awaiting approval %d (`courier approve ID`)", q.AwaitingApproval)
+			}
 			if q.Dead > 0 {
 				fmt.Fprintf(w, "; dead %d (`courier outbound list` says why)", q.Dead)
 			}

@@ -202,7 +202,8 @@ func (w *watcher) follow(ctx context.Context) error {
 		}
 		for _, ev := range evs {
 			w.cursor = ev.Seq
-			if (ev.Kind == mailbox.EventInbound) == w.outbound || w.printed[ev.ID] {
+			// A draft held for approval is printed when it is sent or dead.
+			if (ev.Kind == mailbox.EventInbound) == w.outbound || w.printed[ev.ID] || ev.Kind == mailbox.EventAwaitingApproval {
 				continue
 			}
 			e, err := w.mb.Get(ctx, ev.ID)

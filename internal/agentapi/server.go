@@ -262,6 +262,9 @@ func (s *Server) handler() http.Handler {
 			writeJSON(w, http.StatusOK, res)
 		})
 	}
+	if ap, ok := s.opts.Backend.(Approver); ok {
+		s.approvalRoute(mux, ap)
+	}
 	return mux
 }
 

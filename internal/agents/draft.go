@@ -221,8 +221,12 @@ func finishDraft(ctx context.Context, mb *mailbox.Mailbox, d *schema.Draft, agen
 	if res.Draft, err = json.Marshal(d); err != nil {
 		return nil, err
 	}
-	res.Summary, err = json.Marshal(map[string]any{"success": true, "id": d.ID, "provider": d.Provider, "path": res.Path,
-		"to": d.To, "correlation_id": d.CorrelationID, "schedule_at": d.Options.ScheduleAt})
+	sum := map[string]any{"success": true, "id": d.ID, "provider": d.Provider, "path": res.Path,
+		"to": d.To, "correlation_id": d.CorrelationID, "schedule_at": d.Options.ScheduleAt}
+	if d.Awaiting() && !dryRun {
+		sum["awaiting_approval"] = true // held by courier.outbound.approval
+	}
+	res.Summary, err = json.Marshal(sum)
 	return res, err
 }
 

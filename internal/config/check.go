@@ -94,6 +94,7 @@ func checkService(k *confkit.Checker, cc *Courier) {
 	if a := cc.Retention.Archive.D(); a != 0 && a < time.Hour {
 		k.Bad("courier.retention.archive", "%v is shorter than an hour (0 or left out: keep the archive forever)", a)
 	}
+	checkApproval(k, &cc.Outbound)
 	if cc.Outbound.MaxRecipients < 1 {
 		k.Bad("courier.outbound.max_recipients", "must be at least 1")
 	}

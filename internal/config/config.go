@@ -231,6 +231,10 @@ type Outbound struct {
 	// refuses a draft past it (exit 65); the engine dead-letters one
 	// dropped into outbound/ by hand.
 	MaxRecipients int `yaml:"max_recipients"`
+	// Approval, Internal and Approvers are the approval gate (approval.go).
+	Approval  string    `yaml:"approval"`
+	Internal  Internal  `yaml:"internal"`
+	Approvers Approvers `yaml:"approvers"`
 }
 
 // Restart is how the service starts again a provider's source that

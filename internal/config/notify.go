@@ -145,8 +145,8 @@ func checkNotify(k *confkit.Checker, hooks []Hook) {
 // it narrows on, and its bounds.
 func (h *Hook) check(k *confkit.Checker) {
 	for _, on := range h.On {
-		if on != "inbound" && on != "delivered" && on != "dead" {
-			k.Bad("on", "%q is not one of inbound, delivered, dead", on)
+		if on != "inbound" && on != "delivered" && on != "dead" && on != "awaiting_approval" {
+			k.Bad("on", "%q is not one of inbound, delivered, dead, awaiting_approval", on)
 		}
 	}
 	switch h.Direction {
