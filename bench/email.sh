@@ -25,6 +25,7 @@
 #   RUNS=5 N=5000 SAMPLES=50 DRAFTS=1000 PACED=200   the sizes (defaults shown)
 #   PREFILL=50000                                      inbound messages in the send benchmark's mailbox first
 #   BENCH=Fetch                                        a subset (a -bench regexp)
+#   BEFORE=path/to/courier                             another build, run as a fourth side of the fetch (before/after in one run)
 # Needs what scripts/test.sh installs (as root on Debian): dovecot-imapd,
 # isync, msmtp, postfix (smtp-sink), time.
 set -euo pipefail
@@ -35,6 +36,7 @@ DRAFTS=${DRAFTS:-1000}
 PACED=${PACED:-200}
 PREFILL=${PREFILL:-0}
 BENCH=${BENCH:-.}
+BEFORE=${BEFORE:-}
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -61,7 +63,7 @@ echo "== load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== RUNS=$RUNS N=$N SAMPLES=$SAMPLES DRAFTS=$DRAFTS PACED=$PACED PREFILL=$PREFILL"
 start=$(date +%s)
 (cd bench/emailbench && "$work/emailbench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime 1x \
-  -test.timeout 60m -courier "$work/courier" -floor "$work/imapfloor" -runs "$RUNS" -n "$N" -samples "$SAMPLES" \
+  -test.timeout 60m -courier "$work/courier" -floor "$work/imapfloor" -before "$BEFORE" -runs "$RUNS" -n "$N" -samples "$SAMPLES" \
   -drafts "$DRAFTS" -paced "$PACED" -prefill "$PREFILL" -out "$work/rows.tsv")
 echo "== done in $(( $(date +%s) - start )) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

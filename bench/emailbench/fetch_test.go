@@ -37,8 +37,14 @@ var fetchedRE = regexp.MustCompile(`fetched (\d+) new message`)
 // that it wrote want files.
 func courierFetch(b *testing.B, d *testutil.Dovecot, ws string, want int) run {
 	b.Helper()
+	return fetchWith(b, courierBin(b), d, ws, want)
+}
+
+// fetchWith is courierFetch with the courier binary bin.
+func fetchWith(b *testing.B, bin string, d *testutil.Dovecot, ws string, want int) run {
+	b.Helper()
 	writeConfig(b, ws, fetchConfig(d))
-	r := timed(b, nil, courierBin(b), "--root", ws, "fetch")
+	r := timed(b, nil, bin, "--root", ws, "fetch")
 	m := fetchedRE.FindStringSubmatch(r.Out)
 	if m == nil {
 		b.Fatalf("courier fetch said:\n%s", r.Out)
@@ -133,6 +139,11 @@ func BenchmarkFetch(b *testing.B) {
 	courierBin(b)
 	floorBin(b)
 	sides := []*fetchSide{{name: "courier", fetch: courierFetch}, {name: "mbsync", fetch: mbsyncFetch}, {name: "floor", fetch: floorFetch}}
+	if *beforeFlag != "" { // a fourth side: another build, for a before/after in one run
+		sides = append(sides, &fetchSide{name: "before", fetch: func(b *testing.B, d *testutil.Dovecot, dir string, n int) run {
+			return fetchWith(b, *beforeFlag, d, dir, n)
+		}})
+	}
 	dir := func(s *fetchSide, i int) string { return filepath.Join(base, fmt.Sprintf("%s%d", s.name, i)) }
 	for i := -1; i < *runsFlag; i++ {
 		for _, s := range sides {
@@ -176,6 +187,15 @@ func reportFetch(b *testing.B, n int, size int64, sides []*fetchSide, load0, loa
 		b.Logf("each run, %s: %v", s.name, rounded(s.walls()))
 	}
 	b.Logf("load average before: %s, after: %s", load0, load1)
+	if len(sides) > 3 {
+		before := sides[3]
+		var bcpu []time.Duration
+		for _, r := range before.runs {
+			bcpu = append(bcpu, r.CPU)
+		}
+		report(b, row{"-before build: fetch wall, median (min-max); CPU, median", spread(before.walls()) + "; CPU " + secs(median(bcpu)),
+			"", "", fmt.Sprintf("%s floor, %s mbsync", ratio(median(before.walls()).Seconds(), fw.Seconds()), ratio(median(before.walls()).Seconds(), mw.Seconds())), "", ""})
+	}
 	report(b,
 		row{fmt.Sprintf("fetch %d messages (%.1f MB) from Dovecot, wall, median (min-max) of %d; load %s -> %s", n, float64(size)/1e6, len(c.runs), load0, load1),
 			spread(c.walls()),

@@ -20,6 +20,7 @@ import (
 
 var (
 	courierFlag = flag.String("courier", "", "the courier binary (default: built from ./cmd/courier for this run)")
+	beforeFlag  = flag.String("before", "", "another courier binary run as a fourth side of the fetch benchmark (a before/after in one run)")
 	floorFlag   = flag.String("floor", "", "the bare go-imap client of the fetch benchmark (default: built from ./bench/imapfloor for this run)")
 	runsFlag    = flag.Int("runs", 5, "runs of each side of the fetch benchmark (the median is reported; the large-attachment one does at most 3)")
 	fetchNFlag  = flag.Int("n", 5000, "messages in the fetch benchmark")
