@@ -35,7 +35,14 @@
 // An object is deduped against only once its bytes are checked: Put hashes
 // the object already stored under the id it computed, and when that object
 // is damaged (its hash is not its id, whatever its size) the new copy is
-// committed over it, which repairs it. Readers ([Store.Open], [Batch.Open])
+// committed over it, which repairs it. The stored object is opened once,
+// with O_NOFOLLOW, and checked on what was opened (a regular file of the
+// size); a Store remembers the objects it verified (inode, size, change
+// time after marking them in use) and does not hash one again while they
+// stay the same: a write in place, a copy back or a link swapped in moves
+// them. Content that fits in Put's buffer (64 KiB) is hashed before any
+// temporary file is made, so a put of such content already stored makes
+// none. Readers ([Store.Open], [Batch.Open])
 // do not hash what they open: agents read objects by path, bypassing any
 // check this package could make, and Courier's own reads (an attachment
 // being sent, up to the artifact limit) would pay a second full read for a

@@ -66,6 +66,11 @@ type Store struct {
 	live map[string]struct{} // temp names of open batches, spared by RecoverTemp
 
 	dirs sync.Map // fan-out directories known to exist: string -> struct{}
+
+	// verified holds the objects this Store found intact (hashed) and
+	// marked in use, by id: their stamp then. An object whose stamp has
+	// not changed since is not read and hashed again (sweep.go).
+	verified sync.Map // string -> stamp
 }
 
 // Object is one stored blob.
@@ -422,21 +427,120 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 		return Object{}, errBatchDone
 	}
 	s := b.s
-	tmp, f, err := s.createTemp()
-	if err != nil {
-		return Object{}, err
-	}
-	fail := func(err error) (Object, error) {
-		f.Close()
-		s.removeTemp(tmp)
-		return Object{}, err
-	}
-
-	h := sha256.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
-	var n int64
+	// The first buffer's worth is read before any file is made: content
+	// that fits (a message held in memory, most attachments) is hashed
+	// first, and when it is already stored no temp file is created and
+	// removed for it.
+	head, eof, err := s.readHead(r, buf, name)
+	if err != nil {
+		return Object{}, err
+	}
+	if eof {
+		it := item{obj: objectOf(sha256.Sum256(head), int64(len(head)))}
+		if !s.reuse(it.obj) {
+			if it.tmp, err = s.writeTemp(head); err != nil {
+				return Object{}, err
+			}
+		}
+		return b.add(it)
+	}
+	it, err := s.stream(r, buf, head, name)
+	if err != nil {
+		return Object{}, err
+	}
+	if s.reuse(it.obj) {
+		// Already durable at its final path (Commit syncs before renaming):
+		// nothing to sync or rename, only the directory to sync at Commit in
+		// case the rename that put it there is not yet durable; marked in
+		// use, so that a sweep spares it (sweep.go). A damaged object
+		// keeps the temp file, which Commit renames over it.
+		s.removeTemp(it.tmp)
+		it.tmp = ""
+	}
+	return b.add(it)
+}
+
+// add records it in the batch, unless the batch is done meanwhile.
+func (b *Batch) add(it item) (Object, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		if it.tmp != "" {
+			b.s.removeTemp(it.tmp)
+		}
+		return Object{}, errBatchDone
+	}
+	b.items = append(b.items, it)
+	return it.obj, nil
+}
+
+func objectOf(sum [sha256.Size]byte, size int64) Object {
+	hx := hex.EncodeToString(sum[:])
+	return Object{ID: idPrefix + hx, Path: objectPath(hx), Size: size}
+}
+
+// readHead reads r into buf until buf is full or r ends (eof), and no
+// more than one byte past the size limit (enough to know).
+func (s *Store) readHead(r io.Reader, buf []byte, name string) (head []byte, eof bool, err error) {
+	n := 0
+	for n < len(buf) {
+		p := buf[n:]
+		if s.maxSize > 0 && s.maxSize+1-int64(n) < int64(len(p)) {
+			p = p[:s.maxSize+1-int64(n)]
+		}
+		m, rerr := r.Read(p)
+		n += m
+		if s.maxSize > 0 && int64(n) > s.maxSize {
+			return nil, false, tooLarge(name, s.maxSize)
+		}
+		if rerr == io.EOF {
+			return buf[:n], true, nil
+		}
+		if rerr != nil {
+			return nil, false, fmt.Errorf("dropzone: read: %w", rerr)
+		}
+	}
+	return buf[:n], false, nil
+}
+
+// writeTemp writes data to a new temporary file and returns its name.
+func (s *Store) writeTemp(data []byte) (string, error) {
+	tmp, f, err := s.createTemp()
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.removeTemp(tmp)
+		return "", fmt.Errorf("dropzone: write: %w", err)
+	}
+	return tmp, nil
+}
+
+// stream writes head and the rest of r to a new temporary file while
+// hashing them, and returns the item they make.
+func (s *Store) stream(r io.Reader, buf, head []byte, name string) (item, error) {
+	tmp, f, err := s.createTemp()
+	if err != nil {
+		return item{}, err
+	}
+	fail := func(err error) (item, error) {
+		f.Close()
+		s.removeTemp(tmp)
+		return item{}, err
+	}
+	h := sha256.New()
+	h.Write(head)
+	if _, err := f.Write(head); err != nil {
+		return fail(fmt.Errorf("dropzone: write: %w", err))
+	}
+	n := int64(len(head))
 	for {
 		p := buf
 		if s.maxSize > 0 {
@@ -465,31 +569,9 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 	}
 	if err := f.Close(); err != nil {
 		s.removeTemp(tmp)
-		return Object{}, fmt.Errorf("dropzone: write: %w", err)
+		return item{}, fmt.Errorf("dropzone: write: %w", err)
 	}
-
-	hx := hex.EncodeToString(h.Sum(nil))
-	it := item{obj: Object{ID: idPrefix + hx, Path: objectPath(hx), Size: n}, tmp: tmp}
-	if s.reuse(it.obj) {
-		// Already durable at its final path (Commit syncs before renaming):
-		// nothing to sync or rename, only the directory to sync at Commit in
-		// case the rename that put it there is not yet durable; marked in
-		// use, so that a sweep spares it (sweep.go). A damaged object
-		// keeps the temp file, which Commit renames over it.
-		s.removeTemp(tmp)
-		it.tmp = ""
-	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.done {
-		if it.tmp != "" {
-			s.removeTemp(tmp)
-		}
-		return Object{}, errBatchDone
-	}
-	b.items = append(b.items, it)
-	return it.obj, nil
+	return item{obj: objectOf([sha256.Size]byte(h.Sum(nil)), n), tmp: tmp}, nil
 }
 
 // Open opens an object for reading: one put in this batch and not yet
@@ -523,54 +605,67 @@ func (b *Batch) Open(o Object) (*os.File, error) {
 }
 
 // openRegular opens name read-only, refusing anything but a regular file.
-// What is opened must be what was checked: not a link swapped in since
-// (os.Root follows a final symlink, O_NOFOLLOW or not). id names the object
-// in errors.
-//
-// A concurrent commit of the same content renames its copy over the object,
-// so the file at the path may change between the check and the open, to
-// one with the same bytes: that is tried again, a few times.
+// The last name is opened with O_NOFOLLOW, and the open file is what is
+// checked (fstat): a link swapped in is refused, never followed (os.Root
+// follows a final symlink inside the root, O_NOFOLLOW or not, so the
+// directory is opened through the root and the file beside it). id names
+// the object in errors.
 func (s *Store) openRegular(name, id string) (*os.File, error) {
-	for range 5 {
-		before, err := s.root.Lstat(name)
-		if err != nil {
-			return nil, s.lookupErr(id, err)
-		}
-		if !before.Mode().IsRegular() {
-			return nil, fmt.Errorf("dropzone: %s: not a regular file", id)
-		}
-		f, err := s.root.Open(name)
-		if err != nil {
-			return nil, s.lookupErr(id, err)
-		}
-		after, err := f.Stat()
-		if err == nil && os.SameFile(before, after) {
-			return f, nil
-		}
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("dropzone: %s: %w", id, err)
-		}
-	}
-	return nil, fmt.Errorf("dropzone: %s: changed while opening, again and again", id)
+	f, _, err := s.openStat(name, id)
+	return f, err
 }
 
-// intact reports whether o is stored and holds o's bytes: a regular file
-// of o's size at o's final path whose SHA-256 is o's. Size alone was
-// trusted before, so an object damaged in place (a bit flip, a partial
-// copy back from a backup, a write by hand) was deduped against forever:
-// every later put of that content pointed at the bad bytes. Reading the
-// object back costs a read of data that is usually in the page cache,
-// against the fsync a fresh write needs.
-func (s *Store) intact(o Object) bool {
-	if !s.stored(o) {
-		return false
-	}
-	f, err := s.openRegular(o.Path, o.ID)
+// openStat is openRegular, with the open file's status.
+func (s *Store) openStat(name, id string) (*os.File, *unix.Stat_t, error) {
+	d, err := s.root.Open(path.Dir(name))
 	if err != nil {
-		return false
+		return nil, nil, s.lookupErr(id, err)
 	}
-	defer f.Close()
+	fd, err := unix.Openat(int(d.Fd()), path.Base(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Openat(int(d.Fd()), path.Base(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
+	d.Close()
+	switch {
+	case err == unix.ELOOP:
+		return nil, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+	case err != nil:
+		return nil, nil, s.lookupErr(id, &fs.PathError{Op: "open", Path: name, Err: err})
+	}
+	st := new(unix.Stat_t)
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("dropzone: %s: %w", id, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+	}
+	// Back to blocking reads: O_NONBLOCK only kept a FIFO from hanging
+	// the open.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("dropzone: %s: %w", id, err)
+	}
+	return os.NewFile(uintptr(fd), path.Join(s.dir, name)), st, nil
+}
+
+// stamp is what tells one state of a file from another without reading
+// it: the inode, the size and the change time (which every write, chmod,
+// link, rename and touch moves; Linux gives a change that follows a
+// reading of the change time a fine-grained one, so two never share it).
+type stamp struct {
+	ino   uint64
+	size  int64
+	ctime unix.Timespec
+}
+
+func stampOf(st *unix.Stat_t) stamp {
+	return stamp{ino: st.Ino, size: st.Size, ctime: st.Ctim}
+}
+
+// hashes reports whether f's content hashes to o's id (and is o's size).
+func hashes(f *os.File, o Object) bool {
 	h := sha256.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)

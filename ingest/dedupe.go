@@ -30,14 +30,49 @@ func (p *Pipeline) isSelf(m *schema.Message) bool {
 	return false
 }
 
+// askKeys asks the mailbox, in one query, which of the keys the batch's
+// messages come with it holds (a message given an id of its own later is
+// asked about on its own).
+func (p *Pipeline) askKeys(ctx context.Context, w *batchWork, batch []*request) error {
+	var keys []string
+	for _, r := range batch {
+		for _, ev := range r.events {
+			if ev.Message != nil {
+				keys = append(keys, dedupeKeys(ev.Message, ev.Keys)...)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	known, err := p.mb.Known(ctx, keys)
+	if err != nil {
+		return err
+	}
+	w.known, w.asked = known, make(map[string]bool, len(keys))
+	for _, k := range keys {
+		w.asked[k] = true
+	}
+	return nil
+}
+
+// inMailbox reports whether the mailbox holds key: as askKeys found, or
+// asked now.
+func (p *Pipeline) inMailbox(ctx context.Context, w *batchWork, key string) (bool, error) {
+	if w.asked[key] {
+		return w.known[key], nil
+	}
+	return p.mb.Seen(ctx, key)
+}
+
 // seen reports whether any key is in the mailbox, the staging area or this
 // batch.
-func (p *Pipeline) seen(ctx context.Context, keys []string, local map[string]*schema.Message) (bool, error) {
+func (p *Pipeline) seen(ctx context.Context, w *batchWork, keys []string) (bool, error) {
 	for _, k := range keys {
-		if local[k] != nil || p.staged[k] {
+		if w.local[k] != nil || p.staged[k] {
 			return true, nil
 		}
-		ok, err := p.mb.Seen(ctx, k)
+		ok, err := p.inMailbox(ctx, w, k)
 		if err != nil || ok {
 			return ok, err
 		}
@@ -68,6 +103,9 @@ func (p *Pipeline) identify(ctx context.Context, w *batchWork, m *schema.Message
 	}
 	if _, ok, err := p.mb.FindDigest(ctx, digest, span[0], span[1]); err != nil || ok {
 		return ok, err
+	}
+	if w.asked[m.ID] && !w.known[m.ID] && w.local[m.ID] == nil {
+		return false, nil // an id nothing is filed under (askKeys)
 	}
 	filed, ok, err := p.filedUnder(ctx, m.ID, w.local)
 	if err != nil || !ok {

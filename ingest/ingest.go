@@ -316,7 +316,9 @@ type batchWork struct {
 	start, now time.Time
 	direct     []mailbox.Inbound // messages to write in this round
 	cps        []mailbox.Checkpoint
-	local      map[string]*schema.Message   // this batch's messages by id and key, for dedupe and lookups
+	local      map[string]*schema.Message // this batch's messages by id and key, for dedupe and lookups
+	asked      map[string]bool            // the keys asked of the mailbox in one query (known: those it holds)
+	known      map[string]bool
 	digests    map[string][]*schema.Message // this batch's messages by digest (adapters.Content)
 	stage      map[string][]mailbox.Inbound // debounced messages by group
 	flush      []string                     // groups to flush
@@ -331,6 +333,9 @@ type batchWork struct {
 func (p *Pipeline) process(ctx context.Context, batch []*request) error {
 	w := &batchWork{start: time.Now(), now: p.opts.Now(),
 		local: map[string]*schema.Message{}, stage: map[string][]mailbox.Inbound{}}
+	if err := p.askKeys(ctx, w, batch); err != nil {
+		return err
+	}
 	for _, r := range batch {
 		w.flush = append(w.flush, r.flush...)
 		if r.due {
@@ -391,7 +396,7 @@ func (p *Pipeline) admit(ctx context.Context, w *batchWork, ev adapters.Event) e
 		}
 	}
 	keys := dedupeKeys(m, ev.Keys)
-	dup, err := p.seen(ctx, keys, w.local)
+	dup, err := p.seen(ctx, w, keys)
 	if err != nil {
 		return err
 	}

@@ -532,19 +532,102 @@ func (mb *Mailbox) Context(ctx context.Context, correlation string, fn func(*Ent
 // that stands for this dedupe key.
 func (mb *Mailbox) Seen(ctx context.Context, key string) (bool, error) {
 	var one int
-	err := mb.db.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE id = ?1 UNION ALL SELECT 1 FROM keys WHERE key = ?1 LIMIT 1`, key).Scan(&one)
+	err := mb.queryRow(ctx, seenSQL, key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, dbError(err)
 }
 
+const (
+	seenSQL   = `SELECT 1 FROM messages WHERE id = ?1 UNION ALL SELECT 1 FROM keys WHERE key = ?1 LIMIT 1`
+	lookupSQL = `SELECT id FROM messages WHERE id = ?1 UNION ALL SELECT id FROM keys WHERE key = ?1 LIMIT 1`
+	digestSQL = `SELECT id FROM keys WHERE key >= ?1 AND key <= ?2 LIMIT 1`
+	// knownSQL takes the keys as one JSON array: one statement, prepared
+	// once, for any number of them.
+	knownSQL = `SELECT j.value FROM json_each(?1) j WHERE EXISTS (SELECT 1 FROM messages WHERE id = j.value) OR EXISTS (SELECT 1 FROM keys WHERE key = j.value)`
+)
+
+// knownChunk bounds the keys Known asks about in one query.
+const knownChunk = 1000
+
+// Known returns the keys the mailbox holds, as Seen tells them, asking
+// about up to a thousand keys in one query (a batch's dedupe).
+func (mb *Mailbox) Known(ctx context.Context, keys []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), knownChunk)]
+		keys = keys[len(chunk):]
+		arg, err := json.Marshal(chunk)
+		if err != nil {
+			return nil, err
+		}
+		st, err := mb.stmt(ctx, knownSQL)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := st.QueryContext(ctx, string(arg))
+		if err != nil {
+			return nil, dbError(err)
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return nil, dbError(err)
+			}
+			known[k] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, dbError(err)
+		}
+	}
+	return known, nil
+}
+
+// stmt returns the statement of query, prepared on first use: the
+// lookups run several times a message, and preparing their SQL each time
+// cost more than running it.
+func (mb *Mailbox) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	mb.stmtMu.Lock()
+	defer mb.stmtMu.Unlock()
+	if st := mb.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := mb.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	if mb.stmts == nil {
+		mb.stmts = map[string]*sql.Stmt{}
+	}
+	mb.stmts[query] = st
+	return st, nil
+}
+
+// queryRow is QueryRowContext through the prepared statement of query.
+func (mb *Mailbox) queryRow(ctx context.Context, query string, args ...any) rowScanner {
+	st, err := mb.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+// errRow is a row that fails to scan with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // FindDigest returns the id of a message of this digest received from from
 // to to (both included, to the second): a copy of content already filed.
 func (mb *Mailbox) FindDigest(ctx context.Context, digest string, from, to time.Time) (string, bool, error) {
 	var id string
-	err := mb.db.QueryRowContext(ctx, `SELECT id FROM keys WHERE key >= ?1 AND key <= ?2 LIMIT 1`,
-		DigestKey(digest, from), DigestKey(digest, to)).Scan(&id)
+	err := mb.queryRow(ctx, digestSQL, DigestKey(digest, from), DigestKey(digest, to)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -558,7 +641,7 @@ func (mb *Mailbox) FindDigest(ctx context.Context, digest string, from, to time.
 // it is an id).
 func (mb *Mailbox) Lookup(ctx context.Context, key string) (string, bool, error) {
 	var id string
-	err := mb.db.QueryRowContext(ctx, `SELECT id FROM messages WHERE id = ?1 UNION ALL SELECT id FROM keys WHERE key = ?1 LIMIT 1`, key).Scan(&id)
+	err := mb.queryRow(ctx, lookupSQL, key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/monoco/courier/schema"
@@ -52,6 +53,9 @@ type Mailbox struct {
 	opts Options
 	log  *slog.Logger
 	subs subscribers // Subscribe's channels (events.go)
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // the lookups' statements, prepared once (index.go)
 }
 
 // Open opens the mailbox of the workspace at root. The mailbox must exist
@@ -136,6 +140,12 @@ func Open(root string, opts *Options) (*Mailbox, error) {
 
 // Close closes the state database and the mailbox folder.
 func (mb *Mailbox) Close() error {
+	mb.stmtMu.Lock()
+	for _, st := range mb.stmts {
+		st.Close()
+	}
+	mb.stmts = nil
+	mb.stmtMu.Unlock()
 	err := mb.db.Close()
 	mb.fs.close()
 	return err

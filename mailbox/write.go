@@ -35,9 +35,17 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	var files []*fileWrite
 	var rows []row
 	idx := make([]int, 0, len(msgs))
+	var keys []string
+	for _, in := range msgs {
+		keys = append(append(keys, in.Message.ID), in.Keys...)
+	}
+	known, err := mb.Known(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
 	inBatch := map[string]bool{}
 	for i, in := range msgs {
-		f, r, err := mb.prepareInbound(ctx, in, inBatch)
+		f, r, err := mb.prepareInbound(in, known, inBatch)
 		if err != nil {
 			return nil, err
 		}
@@ -66,18 +74,17 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	return written, nil
 }
 
-// prepareInbound validates a message of a batch and, unless the mailbox or
-// the batch (inBatch) already holds it (knownInbound), adds its id and keys
-// to inBatch and returns its file to write, encoded, and its index row. A
-// nil file: a duplicate.
-func (mb *Mailbox) prepareInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (*fileWrite, row, error) {
+// prepareInbound validates a message of a batch and, unless the mailbox
+// (known: the batch's keys it holds) or the batch (inBatch) already holds
+// it, adds its id and keys to inBatch and returns its file to write,
+// encoded, and its index row. A nil file: a duplicate.
+func (mb *Mailbox) prepareInbound(in Inbound, known, inBatch map[string]bool) (*fileWrite, row, error) {
 	m := in.Message
 	if err := m.Validate(); err != nil {
 		return nil, row{}, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
 	}
-	dup, err := mb.knownInbound(ctx, in, inBatch)
-	if err != nil || dup {
-		return nil, row{}, err
+	if knownInbound(in, known, inBatch) {
+		return nil, row{}, nil
 	}
 	inBatch[m.ID] = true
 	for _, k := range in.Keys {
@@ -95,21 +102,17 @@ func (mb *Mailbox) prepareInbound(ctx context.Context, in Inbound, inBatch map[s
 }
 
 // knownInbound reports whether the message's id or one of its keys is in
-// the mailbox or earlier in the batch (inBatch).
-func (mb *Mailbox) knownInbound(ctx context.Context, in Inbound, inBatch map[string]bool) (bool, error) {
-	if inBatch[in.Message.ID] {
-		return true, nil
+// the mailbox (known) or earlier in the batch (inBatch).
+func knownInbound(in Inbound, known, inBatch map[string]bool) bool {
+	if known[in.Message.ID] || inBatch[in.Message.ID] {
+		return true
 	}
-	for _, k := range append([]string{in.Message.ID}, in.Keys...) {
-		if inBatch[k] {
-			return true, nil
-		}
-		seen, err := mb.Seen(ctx, k)
-		if err != nil || seen {
-			return seen, err
+	for _, k := range in.Keys {
+		if known[k] || inBatch[k] {
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // recordInbound records the index rows of the messages written, their

@@ -22,7 +22,7 @@ import (
 // runes a terminal acts on, and text fields are valid UTF-8 already). When
 // nothing is removed, s itself is returned, without allocating.
 func StripControls(s string) (string, int) {
-	i := strings.IndexFunc(s, IsStrippedControl)
+	i, size := indexControl(s)
 	if i < 0 {
 		return s, 0
 	}
@@ -31,13 +31,44 @@ func StripControls(s string) (string, int) {
 	n := 0
 	for i >= 0 {
 		b.WriteString(s[:i])
-		_, size := utf8.DecodeRuneInString(s[i:])
 		s = s[i+size:]
 		n++
-		i = strings.IndexFunc(s, IsStrippedControl)
+		i, size = indexControl(s)
 	}
 	b.WriteString(s)
 	return b.String(), n
+}
+
+// indexControl returns the index and the length in bytes of the first
+// character of s that IsStrippedControl holds, or -1. It reads bytes, not
+// runes (decoding every rune of every text field was most of the cost of
+// stripping): ASCII ones are tested as they are, and only the lead bytes
+// of the other characters' encodings look further, 0xC2 (U+0080–U+009F)
+// and 0xE2 (U+202A–U+202E, U+2066–U+2069). Neither is ever a continuation
+// byte, so each starts a rune where utf8 would decode one, and invalid
+// bytes stay as they are, as utf8.RuneError did.
+func indexControl(s string) (int, int) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20:
+			if c != '\t' && c != '\n' {
+				return i, 1
+			}
+		case c < 0x7f:
+		case c == 0x7f:
+			return i, 1
+		case c == 0xc2:
+			if i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f {
+				return i, 2
+			}
+		case c == 0xe2:
+			if i+2 < len(s) && (s[i+1] == 0x80 && s[i+2] >= 0xaa && s[i+2] <= 0xae ||
+				s[i+1] == 0x81 && s[i+2] >= 0xa6 && s[i+2] <= 0xa9) {
+				return i, 3
+			}
+		}
+	}
+	return -1, 0
 }
 
 // IsStrippedControl reports whether StripControls removes r.

@@ -1,6 +1,11 @@
 package schema
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestStripControls(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,5 +26,59 @@ func TestStripControls(t *testing.T) {
 		if got != tc.want || n != tc.n {
 			t.Errorf("StripControls(%q) = %q, %d; want %q, %d", tc.in, got, n, tc.want, tc.n)
 		}
+	}
+}
+
+// stripRunes is StripControls as it was, rune by rune: the reference the
+// byte scan must agree with.
+func stripRunes(s string) (string, int) {
+	var b strings.Builder
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if IsStrippedControl(r) {
+			n++
+		} else {
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String(), n
+}
+
+// The byte scan of StripControls (issue 21) removes exactly what decoding
+// every rune did, valid UTF-8 or not.
+func TestStripControlsMatchesRunes(t *testing.T) {
+	pieces := []string{"a", "é", "\t", "\n", "\r", "\x1b", "\x00", "\x7f", "\u0080", "\u009b", "\u009f", "\u00a0",
+		"\u202a", "\u202e", "\u202f", "\u2029", "\u2066", "\u2069", "\u206a", "\u2028", "\xc2", "\xe2", "\xe2\x80", "\xe2\x81",
+		"\x80", "\xaa", "\xa6", "\xff", "😀", "\xf0\x9f", "中"}
+	rng := rand.New(rand.NewPCG(21, 21))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		got, n := StripControls(s)
+		want, wn := stripRunes(s)
+		if got != want || n != wn {
+			t.Fatalf("StripControls(%q) = %q, %d; rune by rune: %q, %d", s, got, n, want, wn)
+		}
+	}
+}
+
+// BenchmarkStripControls: a 4 KB text with nothing to strip (the usual
+// case), ASCII and not.
+func BenchmarkStripControls(b *testing.B) {
+	for name, s := range map[string]string{
+		"ascii":   strings.Repeat("Hello Ann,\n\tthe figures are attached. ", 110),
+		"unicode": strings.Repeat("Grüße, Ann — 数字は添付の通りです。\n", 100),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				StripControls(s)
+			}
+		})
 	}
 }

@@ -444,7 +444,7 @@ func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder
 	m, err := Normalize(r, batch, *fm.obj, NormalizeOptions{
 		Account: s.opts.Account, Folder: folder, Own: s.opts.Addresses, ReceivedAt: fm.internal.UTC(),
 		UID: uint32(fm.uid), UIDValidity: validity, MaxArtifact: s.opts.MaxArtifact, Verifier: s.opts.Verifier,
-		Bounds: s.opts.Bounds,
+		Bounds: s.opts.Bounds, Raw: fm.mem,
 	})
 	if err != nil {
 		return nil, err

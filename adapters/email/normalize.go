@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
@@ -48,6 +49,10 @@ type NormalizeOptions struct {
 	// Bounds bound the text a file keeps and how many messages normalise
 	// at once; nil keeps DefaultMaxText and waits for no turn.
 	Bounds *Bounds
+	// Raw holds rawObj's bytes when the caller has them in memory (a
+	// message small enough to be fetched whole): DKIM reads them there
+	// rather than opening the stored copy again. nil: it opens rawObj.
+	Raw []byte
 }
 
 // Normalize reads one raw RFC 5322 message from r and returns it as a
@@ -100,7 +105,10 @@ func Normalize(r io.Reader, b *dropzone.Batch, rawObj dropzone.Object, opts Norm
 	// bytes as they are): from the dropzone copy, when the caller stored
 	// one.
 	var open func() (io.ReadCloser, error)
-	if rawObj.ID != "" {
+	switch {
+	case rawObj.ID != "" && opts.Raw != nil:
+		open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(opts.Raw)), nil }
+	case rawObj.ID != "":
 		open = func() (io.ReadCloser, error) { return b.Open(rawObj) }
 	}
 	m, err := build(msg, b, id, synthetic, rawObj, open, opts)

@@ -2,8 +2,10 @@
 // beside the tool a user would otherwise pick, in the same run:
 //
 //   - BenchmarkFetch: `courier fetch` of 5,000 realistic messages from a
-//     local Dovecot against mbsync (its default FSync) from the same
-//     Dovecot; wall time (median of -runs) and peak RSS.
+//     local Dovecot against mbsync (its default FSync) and the floor (a
+//     bare go-imap v2 client, bench/imapfloor) from the same Dovecot,
+//     interleaved; wall time (min, median, max of -runs), CPU time, peak
+//     RSS and the load average.
 //   - BenchmarkFetchLargeAttachment: the peak RSS a 100 MB attachment adds
 //     to `courier fetch` (against fetching a small message), beside what it
 //     adds to mbsync.

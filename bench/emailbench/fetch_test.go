@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,8 +37,14 @@ var fetchedRE = regexp.MustCompile(`fetched (\d+) new message`)
 // that it wrote want files.
 func courierFetch(b *testing.B, d *testutil.Dovecot, ws string, want int) run {
 	b.Helper()
+	return fetchWith(b, courierBin(b), d, ws, want)
+}
+
+// fetchWith is courierFetch with the courier binary bin.
+func fetchWith(b *testing.B, bin string, d *testutil.Dovecot, ws string, want int) run {
+	b.Helper()
 	writeConfig(b, ws, fetchConfig(d))
-	r := timed(b, nil, courierBin(b), "--root", ws, "fetch")
+	r := timed(b, nil, bin, "--root", ws, "fetch")
 	m := fetchedRE.FindStringSubmatch(r.Out)
 	if m == nil {
 		b.Fatalf("courier fetch said:\n%s", r.Out)
@@ -71,14 +78,55 @@ func mbsyncFetch(b *testing.B, d *testutil.Dovecot, dir string, want int) run {
 	return r
 }
 
+// floorFetch runs the bare go-imap client (bench/imapfloor) into a fresh
+// directory dir and checks that it wrote want files.
+func floorFetch(b *testing.B, d *testutil.Dovecot, dir string, want int) run {
+	b.Helper()
+	r := timed(b, nil, floorBin(b), "-addr", d.Addr, "-user", d.User, "-pass", d.Password, "-dir", dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(ents) != want {
+		b.Fatalf("the floor wrote %d messages, want %d:\n%s", len(ents), want, r.Out)
+	}
+	return r
+}
+
+// fetchSide is one column of BenchmarkFetch.
+type fetchSide struct {
+	name  string
+	fetch func(*testing.B, *testutil.Dovecot, string, int) run
+	runs  []run
+}
+
+func (s *fetchSide) walls() []time.Duration {
+	out := make([]time.Duration, len(s.runs))
+	for i, r := range s.runs {
+		out[i] = r.Wall
+	}
+	return out
+}
+
+// spread is "median (min-max)" of ds.
+func spread(ds []time.Duration) string {
+	return fmt.Sprintf("%s (%.2f-%.2f)", secs(median(ds)), slices.Min(ds).Seconds(), slices.Max(ds).Seconds())
+}
+
 // BenchmarkFetch: `courier fetch` of -n realistic messages (5,000, 23 MB)
 // from a local Dovecot, with the full normalisation (Markdown files,
 // attachments and raw messages in the dropzone, index, checkpoints, every
-// file durable), against mbsync pulling the same folder into a Maildir
-// with its default FSync. Each run starts from nothing: a fresh workspace
-// for courier, a fresh Maildir and sync state for mbsync. The two
-// alternate, so that drift in the machine hits both; one untimed run of
-// each warms Dovecot's index and cache and the page cache first.
+// file durable), beside mbsync pulling the same folder into a Maildir with
+// its default FSync, and beside the floor: a bare go-imap v2 client that
+// writes one file per message and one syncfs per 250 (bench/imapfloor).
+//
+// The three interleave, the order rotating every round, so that drift in
+// the machine hits all; one untimed run of each warms Dovecot and the page
+// cache first. Every run writes into a folder of its own, all created
+// before the first timed run, and nothing is deleted until the end:
+// deleting thousands of files makes ext4 (without a journal) allocate new
+// inodes slowly for a while, which would slow whichever run comes next.
+// The load average is reported from before and after.
 func BenchmarkFetch(b *testing.B) {
 	n := *fetchNFlag
 	d := testutil.StartDovecot(b)
@@ -89,49 +137,96 @@ func BenchmarkFetch(b *testing.B) {
 	}
 	base := b.TempDir()
 	courierBin(b)
-	one := func(i int, courier bool) run {
-		// A fresh folder each run, and the previous runs' writes flushed
-		// first so that they are not billed to this one. Earlier runs are
-		// kept until the end: deleting thousands of files makes ext4
-		// allocate new inodes slowly for a while (it skips recently
-		// deleted ones), which would slow whichever run comes next.
-		syscall.Sync()
-		dir := filepath.Join(base, fmt.Sprintf("run%d", i))
-		if courier {
-			return courierFetch(b, d, dir, n)
-		}
-		return mbsyncFetch(b, d, dir, n)
+	floorBin(b)
+	sides := []*fetchSide{{name: "courier", fetch: courierFetch}, {name: "mbsync", fetch: mbsyncFetch}, {name: "floor", fetch: floorFetch}}
+	if *beforeFlag != "" { // a fourth side: another build, for a before/after in one run
+		sides = append(sides, &fetchSide{name: "before", fetch: func(b *testing.B, d *testutil.Dovecot, dir string, n int) run {
+			return fetchWith(b, *beforeFlag, d, dir, n)
+		}})
 	}
-	one(-1, true) // warm-up
-	one(-2, false)
-	var cw, mw []time.Duration
-	var crss, mrss []int64
-	for i := range *runsFlag {
-		for _, courier := range []bool{i%2 == 0, i%2 != 0} {
-			r := one(i, courier)
-			if courier {
-				cw, crss = append(cw, r.Wall), append(crss, r.RSS)
-			} else {
-				mw, mrss = append(mw, r.Wall), append(mrss, r.RSS)
+	dir := func(s *fetchSide, i int) string { return filepath.Join(base, fmt.Sprintf("%s%d", s.name, i)) }
+	for i := -1; i < *runsFlag; i++ {
+		for _, s := range sides {
+			if err := os.MkdirAll(dir(s, i), 0o755); err != nil {
+				b.Fatal(err)
 			}
 		}
 	}
-	c, m := median(cw), median(mw)
-	b.ReportMetric(c.Seconds(), "courier-s")
-	b.ReportMetric(m.Seconds(), "mbsync-s")
-	b.ReportMetric(c.Seconds()/m.Seconds(), "ratio")
-	b.ReportMetric(float64(slices.Max(crss))/(1<<20), "courier-peak-MB")
-	b.Logf("each run: courier %v, mbsync %v", rounded(cw), rounded(mw))
+	for _, s := range sides { // warm-up
+		s.fetch(b, d, dir(s, -1), n)
+	}
+	load0 := loadavg()
+	for i := range *runsFlag {
+		for k := range sides {
+			s := sides[(i+k)%len(sides)]
+			syscall.Sync() // the previous runs' writes are not billed to this one
+			s.runs = append(s.runs, s.fetch(b, d, dir(s, i), n))
+		}
+	}
+	load1 := loadavg()
+	reportFetch(b, n, size, sides, load0, load1)
+}
+
+// reportFetch reports BenchmarkFetch's sides: courier, mbsync, floor.
+func reportFetch(b *testing.B, n int, size int64, sides []*fetchSide, load0, load1 string) {
+	c, m, f := sides[0], sides[1], sides[2]
+	cw, mw, fw := median(c.walls()), median(m.walls()), median(f.walls())
+	var cpu []time.Duration
+	var rss []int64
+	for _, r := range c.runs {
+		cpu, rss = append(cpu, r.CPU), append(rss, r.RSS)
+	}
+	b.ReportMetric(cw.Seconds(), "courier-s")
+	b.ReportMetric(mw.Seconds(), "mbsync-s")
+	b.ReportMetric(fw.Seconds(), "floor-s")
+	b.ReportMetric(cw.Seconds()/fw.Seconds(), "floor-ratio")
+	b.ReportMetric(cw.Seconds()/mw.Seconds(), "mbsync-ratio")
+	b.ReportMetric(median(cpu).Seconds(), "courier-cpu-s")
+	b.ReportMetric(float64(slices.Max(rss))/(1<<20), "courier-peak-MB")
+	for _, s := range sides {
+		b.Logf("each run, %s: %v", s.name, rounded(s.walls()))
+	}
+	b.Logf("load average before: %s, after: %s", load0, load1)
+	if len(sides) > 3 {
+		before := sides[3]
+		var bcpu []time.Duration
+		for _, r := range before.runs {
+			bcpu = append(bcpu, r.CPU)
+		}
+		report(b, row{"-before build: fetch wall, median (min-max); CPU, median", spread(before.walls()) + "; CPU " + secs(median(bcpu)),
+			"", "", fmt.Sprintf("%s floor, %s mbsync", ratio(median(before.walls()).Seconds(), fw.Seconds()), ratio(median(before.walls()).Seconds(), mw.Seconds())), "", ""})
+	}
 	report(b,
-		row{fmt.Sprintf("fetch %d messages (%.1f MB) from Dovecot, wall, median of %d", n, float64(size)/1e6, len(cw)),
-			fmt.Sprintf("%s (%.0f msg/s)", secs(c), float64(n)/c.Seconds()),
-			fmt.Sprintf("mbsync, FSync on: %s (%.0f msg/s)", secs(m), float64(n)/m.Seconds()),
-			ratio(c.Seconds(), m.Seconds()), "<= 0.80x", met(c.Seconds() <= 0.8*m.Seconds())},
+		row{fmt.Sprintf("fetch %d messages (%.1f MB) from Dovecot, wall, median (min-max) of %d; load %s -> %s", n, float64(size)/1e6, len(c.runs), load0, load1),
+			spread(c.walls()),
+			"mbsync, FSync on: " + spread(m.walls()),
+			"bare go-imap: " + spread(f.walls()),
+			fmt.Sprintf("%s floor, %s mbsync", ratio(cw.Seconds(), fw.Seconds()), ratio(cw.Seconds(), mw.Seconds())),
+			"<= 2.00x floor", met(cw.Seconds() <= 2*fw.Seconds())},
+		row{"courier fetch CPU (user + system), median (min-max)",
+			spread(cpu), "", "", "", "", ""},
 		row{"courier fetch peak RSS (GNU time %M), median / max",
-			fmt.Sprintf("%s / %s", mb(medianInt(crss)), mb(slices.Max(crss))),
-			fmt.Sprintf("mbsync: %s", mb(medianInt(mrss))),
-			ratio(float64(medianInt(crss)), float64(medianInt(mrss))), "< 64 MB", met(slices.Max(crss) < 64<<20)},
+			fmt.Sprintf("%s / %s", mb(medianInt(rss)), mb(slices.Max(rss))),
+			fmt.Sprintf("mbsync: %s", mb(medianInt(rssOf(m)))), "",
+			ratio(float64(medianInt(rss)), float64(medianInt(rssOf(m)))), "< 64 MB", met(slices.Max(rss) < 64<<20)},
 	)
+}
+
+func rssOf(s *fetchSide) []int64 {
+	out := make([]int64, len(s.runs))
+	for i, r := range s.runs {
+		out[i] = r.RSS
+	}
+	return out
+}
+
+// loadavg is the 1, 5 and 15 minute load averages, as /proc/loadavg says.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // largeAttachment is the attachment of BenchmarkFetchLargeAttachment:
@@ -174,7 +269,7 @@ func BenchmarkFetchLargeAttachment(b *testing.B) {
 	report(b, row{fmt.Sprintf("100 MB attachment: peak RSS added (vs a 4.6 KB message), median of %d; fetch took %s", len(cBig), secs(median(cBigWall))),
 		fmt.Sprintf("+%s (%s - %s)", mb(cd), mb(medianInt(cBig)), mb(medianInt(cSmall))),
 		fmt.Sprintf("mbsync: +%s (%s - %s)", mb(md), mb(medianInt(mBig)), mb(medianInt(mSmall))),
-		ratio(float64(cd), float64(md)), "< 16 MB", met(cd < 16<<20)})
+		"", ratio(float64(cd), float64(md)), "< 16 MB", met(cd < 16<<20)})
 }
 
 // hasArtifact reports whether ws's dropzone holds a file of size bytes.

@@ -169,11 +169,11 @@ func BenchmarkIdlePush(b *testing.B) {
 		row{fmt.Sprintf("IDLE push, APPEND -> file in inbound/email/, p50 / p95 of %d", n),
 			msecs(c50) + " / " + msecs(c95),
 			"bare IDLE client, APPEND -> EXISTS: " + msecs(f50) + " / " + msecs(f95),
-			ratio(c50.Seconds(), f50.Seconds()), "p50 < 100 ms", met(c50 < 100*time.Millisecond)},
+			"", ratio(c50.Seconds(), f50.Seconds()), "p50 < 100 ms", met(c50 < 100*time.Millisecond)},
 		row{"IDLE push, Courier's own share (file - bare client's EXISTS, per sample), p50 / p95",
 			msecs(o50) + " / " + msecs(o95),
 			fmt.Sprintf("(Dovecot's notify delay: 500 ms; APPEND round trip p50 %s)", msecs(quantile(appendRTT, 0.5))),
-			"", "p50 < 100 ms", met(o50 < 100*time.Millisecond)},
+			"", "", "p50 < 100 ms", met(o50 < 100*time.Millisecond)},
 	)
 }
 

@@ -20,6 +20,8 @@ import (
 
 var (
 	courierFlag = flag.String("courier", "", "the courier binary (default: built from ./cmd/courier for this run)")
+	beforeFlag  = flag.String("before", "", "another courier binary run as a fourth side of the fetch benchmark (a before/after in one run)")
+	floorFlag   = flag.String("floor", "", "the bare go-imap client of the fetch benchmark (default: built from ./bench/imapfloor for this run)")
 	runsFlag    = flag.Int("runs", 5, "runs of each side of the fetch benchmark (the median is reported; the large-attachment one does at most 3)")
 	fetchNFlag  = flag.Int("n", 5000, "messages in the fetch benchmark")
 	samplesFlag = flag.Int("samples", 50, "IDLE push samples")
@@ -29,11 +31,11 @@ var (
 	outFlag     = flag.String("out", "", "append the table rows, tab-separated, to this file (bench/email.sh prints them)")
 )
 
+// builds are the binaries built for this run, by package; removed at exit.
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
+	buildMu  sync.Mutex
+	buildDir string
+	builds   = map[string]string{}
 )
 
 func TestMain(m *testing.M) {
@@ -48,23 +50,39 @@ func TestMain(m *testing.M) {
 // courierBin returns the binary under test: -courier, else one built now.
 func courierBin(b *testing.B) string {
 	b.Helper()
-	if *courierFlag != "" {
-		return *courierFlag
+	return binary(b, *courierFlag, "github.com/monoco/courier/cmd/courier")
+}
+
+// floorBin returns the fetch benchmark's floor: -floor, else one built now.
+func floorBin(b *testing.B) string {
+	b.Helper()
+	return binary(b, *floorFlag, "github.com/monoco/courier/bench/imapfloor")
+}
+
+// binary returns given if set, else pkg built once for this run.
+func binary(b *testing.B, given, pkg string) string {
+	b.Helper()
+	if given != "" {
+		return given
 	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "emailbench-bin-"); buildErr != nil {
-			return
-		}
-		buildBin = filepath.Join(buildDir, "courier")
-		out, err := exec.Command("go", "build", "-o", buildBin, "github.com/monoco/courier/cmd/courier").CombinedOutput()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := builds[pkg]; ok {
+		return bin
+	}
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "emailbench-bin-")
 		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/courier: %v\n%s", err, out)
+			b.Fatal(err)
 		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
+		buildDir = d
 	}
-	return buildBin
+	bin := filepath.Join(buildDir, filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	builds[pkg] = bin
+	return bin
 }
 
 // needCommand returns the path of a program the baseline needs, or fails:
@@ -78,9 +96,10 @@ func needCommand(b *testing.B, name, pkg string) string {
 	return p
 }
 
-// row is one line of the table bench/email.sh prints.
+// row is one line of the table bench/email.sh prints. Floor is the fetch
+// benchmark's third column (the bare go-imap client), empty elsewhere.
 type row struct {
-	Measure, Courier, Baseline, Ratio, Target, Met string
+	Measure, Courier, Baseline, Floor, Ratio, Target, Met string
 }
 
 // report appends rows to -out and logs them.
@@ -88,8 +107,8 @@ func report(b *testing.B, rows ...row) {
 	b.Helper()
 	var buf bytes.Buffer
 	for _, r := range rows {
-		fmt.Fprintf(&buf, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Measure, r.Courier, r.Baseline, r.Ratio, r.Target, r.Met)
-		b.Logf("%s: %s | %s | %s | target %s %s", r.Measure, r.Courier, r.Baseline, r.Ratio, r.Target, r.Met)
+		fmt.Fprintf(&buf, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Measure, r.Courier, r.Baseline, r.Floor, r.Ratio, r.Target, r.Met)
+		b.Logf("%s: %s | %s | %s | %s | target %s %s", r.Measure, r.Courier, r.Baseline, r.Floor, r.Ratio, r.Target, r.Met)
 	}
 	if *outFlag == "" {
 		return
@@ -114,13 +133,15 @@ func met(ok bool) string {
 // run is one timed process.
 type run struct {
 	Wall time.Duration
-	RSS  int64 // peak resident set, bytes (GNU time %M)
+	RSS  int64         // peak resident set, bytes (GNU time %M)
+	CPU  time.Duration // user + system CPU time (GNU time %U + %S)
 	Out  string
 }
 
 // timed runs name args... under GNU time (/usr/bin/time -f %M, as a user
 // would measure it) and returns its wall time, measured here around the
-// whole process, and its peak RSS. A failure fails the benchmark.
+// whole process, its peak RSS and its CPU time. A failure fails the
+// benchmark.
 func timed(b *testing.B, stdin []byte, name string, args ...string) run {
 	b.Helper()
 	tf, err := os.CreateTemp("", "emailbench-time-")
@@ -129,7 +150,7 @@ func timed(b *testing.B, stdin []byte, name string, args ...string) run {
 	}
 	tf.Close()
 	defer os.Remove(tf.Name())
-	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", tf.Name(), name}, args...)...)
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%U %S %M", "-o", tf.Name(), name}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if stdin != nil {
@@ -145,15 +166,21 @@ func timed(b *testing.B, stdin []byte, name string, args ...string) run {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fields := strings.Fields(string(data))
-	if len(fields) == 0 {
+	// GNU time writes "Command exited with non-zero status" lines before
+	// the format when the command failed; the last line is ours.
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	fields := strings.Fields(lines[len(lines)-1])
+	if len(fields) != 3 {
 		b.Fatalf("GNU time wrote %q", data)
 	}
-	kb, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
-	if err != nil {
+	user, err1 := strconv.ParseFloat(fields[0], 64)
+	sys, err2 := strconv.ParseFloat(fields[1], 64)
+	kb, err3 := strconv.ParseInt(fields[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		b.Fatalf("GNU time wrote %q", data)
 	}
-	return run{Wall: wall, RSS: kb * 1024, Out: out.String()}
+	cpu := time.Duration((user + sys) * float64(time.Second))
+	return run{Wall: wall, RSS: kb * 1024, CPU: cpu, Out: out.String()}
 }
 
 // quantile returns the q-quantile (nearest rank) of ds.
