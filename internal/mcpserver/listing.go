@@ -81,6 +81,29 @@ func listing(p *mailview.Page) *mcp.CallToolResult {
 	return &mcp.CallToolResult{StructuredContent: json.RawMessage(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}
 }
 
+// pageOverhead bounds what a listing's result holds besides its
+// entries: the JSON-RPC envelope, count, cursor and _meta.
+const pageOverhead = 1 << 10
+
+// entrySize is what an entry adds to a listing's result as sent: itself
+// and a comma in the structured content, and in the text escaped, after
+// a comma and an escaped line break.
+func entrySize(e []byte) int {
+	return 2*len(e) + bytes.Count(e, []byte{'"'}) + bytes.Count(e, []byte{'\\'}) + 4
+}
+
+// fitPage is how many of a page's entries fit in a result of MaxPage
+// bytes; at least one, so that a page moves on.
+func fitPage(entries [][]byte) int {
+	size := pageOverhead
+	for i, e := range entries {
+		if size += entrySize(e); size > MaxPage {
+			return max(i, 1)
+		}
+	}
+	return len(entries)
+}
+
 // rawListings encodes a tools/call result whose structured content is
 // JSON already made (json.RawMessage) and whose one content is that same
 // JSON as text, as listing makes one, without the go-sdk's own

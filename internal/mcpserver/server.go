@@ -62,11 +62,18 @@ const (
 	// DefaultLimit is list's default page when the agent gives none: an
 	// agent's context is small, a mailbox is not.
 	DefaultLimit = 1000
-	// MaxLimit is the most one list call returns: a page of 10,000
-	// entries is about 5 MB, and its frame (the JSON twice, as structured
-	// content and as text) must stay under the 16 MiB a client of the
-	// go-sdk reads by default. Pages go on with next_cursor.
+	// MaxLimit is the most entries one list call returns. Pages go on
+	// with next_cursor, and a page also ends at MaxPage bytes.
 	MaxLimit = 10_000
+	// MaxPage bounds a listing's result as it is sent (the entries twice,
+	// as structured content and escaped in its text): a page of list ends
+	// before it, with a cursor, when its entries are large, and thread
+	// and context refuse a longer result. The official TypeScript SDK's
+	// stdio client refuses a frame over 10 MiB ("Connection closed"), a
+	// go-sdk client one over 16 MiB; and a client reads a large frame in
+	// time that grows faster than its size (the TypeScript client copies
+	// and searches what it has of a frame at each 64 KiB read).
+	MaxPage = 4 << 20
 	// maxAttachment is what attachment returns of an object at most,
 	// unless max_bytes asks for less.
 	maxAttachment = 8 << 20
@@ -185,13 +192,21 @@ func (s *Server) slot(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// capped is a buffer that refuses to grow past max.
+// capped is a buffer that refuses to grow past max, and, when soft is
+// set, takes nothing more once it holds soft bytes (errFull).
 type capped struct {
 	bytes.Buffer
-	max int
+	max  int
+	soft int
 }
 
+// errFull is a capped buffer that holds enough.
+var errFull = errors.New("mcpserver: the page is full")
+
 func (b *capped) Write(p []byte) (int, error) {
+	if b.soft > 0 && b.Len() >= b.soft {
+		return 0, errFull
+	}
 	if b.Len()+len(p) > b.max {
 		return 0, tooLarge(b.max)
 	}

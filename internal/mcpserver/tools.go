@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -164,13 +165,29 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, refuse(err)
 	}
 	defer release()
-	buf := &capped{max: s.max}
-	if err := mailview.WriteJSON(ctx, s.mb, f, buf); err != nil {
+	// Entries are sent at least twice their size (structured and as
+	// text): what is read past MaxPage/2 bytes could not be sent.
+	buf := &capped{max: s.max, soft: MaxPage / 2}
+	err = mailview.WriteJSON(ctx, s.mb, f, buf)
+	full := errors.Is(err, errFull)
+	if err != nil && !full {
 		return nil, refuse(err)
 	}
-	page, err := mailview.ParsePage(buf.Bytes(), limit, cur)
+	rows := buf.Bytes()
+	if full {
+		rows = mailview.Whole(rows)
+	}
+	page, err := mailview.ParsePage(rows, limit, cur)
 	if err != nil {
 		return nil, err
+	}
+	if len(page.Entries) == 0 && full {
+		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage/2 bytes at one time
+	}
+	if n := fitPage(page.Entries); n < len(page.Entries) || (full && page.Next == "") {
+		if err := page.Cut(n, cur); err != nil {
+			return nil, err
+		}
 	}
 	return listing(page), nil
 }
@@ -194,8 +211,8 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 		if err != nil {
 			return err
 		}
-		if size += len(line) + 2; size > s.max {
-			return tooLarge(s.max)
+		if size += entrySize(line); size > min(s.max, MaxPage-pageOverhead) {
+			return tooLarge(min(s.max, MaxPage))
 		}
 		page.Entries = append(page.Entries, bytes.Clone(line))
 		return nil
