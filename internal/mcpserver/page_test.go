@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -176,4 +177,27 @@ func listingOf(t *testing.T, frame []byte) (l struct {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// The stdio writer puts each held result in its placeholder's place, in
+// a response and in a batch of them, and leaves what is not one of its
+// placeholders as it is (another session's key, a number not held).
+func TestFramesWriter(t *testing.T) {
+	f := newFrames()
+	a, b := f.hold([]byte(`{"content":[{"type":"text","text":"a"}]}`)), f.hold([]byte(`{"count":2}`))
+	var out strings.Builder
+	fw := framesWriter{&out, f}
+	other := newFrames().hold([]byte("x"))
+	notHeld := fmt.Appendf(bytes.Clone(f.key), "%d}", 99)
+	for _, c := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"result":` + string(a) + "}\n", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}]}}` + "\n"},
+		{`[{"id":2,"result":` + string(b) + `},{"id":3,"result":` + string(other) + `}]` + "\n", `[{"id":2,"result":{"count":2}},{"id":3,"result":` + string(other) + `}]` + "\n"},
+		{`{"id":4,"result":` + string(notHeld) + "}\n", `{"id":4,"result":` + string(notHeld) + "}\n"},
+		{`{"id":5,"result":` + string(a) + "}\n", `{"id":5,"result":` + string(a) + "}\n"}, // taken once
+	} {
+		out.Reset()
+		if n, err := fw.Write([]byte(c.in)); err != nil || n != len(c.in) || out.String() != c.want {
+			t.Errorf("Write(%s) = %d, %v, wrote %s, want %s", c.in, n, err, out.String(), c.want)
+		}
+	}
 }

@@ -170,7 +170,8 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.Watch(wctx)
-	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+	f := newFrames()
+	err := s.srv.Run(context.WithValue(ctx, framesKey{}, f), &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{framesWriter{w, f}}})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return err
 	}
