@@ -60,23 +60,32 @@ const (
 	// bound above.
 	concurrent = 4
 	// DefaultLimit is list's default page when the agent gives none: an
-	// agent's context is small, a mailbox is not.
-	DefaultLimit = 1000
+	// agent's context is small, a mailbox is not; and a client reads a
+	// page in time that grows faster than its size (the TypeScript SDK's
+	// copies what it has of a frame at each 64 KiB read), so pages of
+	// 500 (about 0.65 MB as sent) list a mailbox faster than pages of
+	// 1,000, which was the default, for only twice the round trips.
+	DefaultLimit = 500
 	// MaxLimit is the most entries one list call returns. Pages go on
 	// with next_cursor, and a page also ends at MaxPage bytes.
 	MaxLimit = 10_000
-	// MaxPage bounds a listing's result as it is sent (the entries twice,
-	// as structured content and escaped in its text): a page of list ends
-	// before it, with a cursor, when its entries are large, and thread
-	// and context refuse a longer result. The official TypeScript SDK's
-	// stdio client refuses a frame over 10 MiB ("Connection closed"), a
-	// go-sdk client one over 16 MiB; and a client reads a large frame in
-	// time that grows faster than its size (the TypeScript client copies
-	// and searches what it has of a frame at each 64 KiB read).
-	MaxPage = 4 << 20
+	// MaxPage bounds a page of list as it is sent (the entries twice, as
+	// structured content and escaped in its text): a page ends before
+	// it, with a cursor, when its entries are large (about 800 entries of
+	// bench/genmailbox). A page of 10,000 was 12.7 MB, which the official
+	// TypeScript SDK's stdio client refuses (over 10 MiB: "Connection
+	// closed"), and at 4 MiB that client took half as long again per
+	// entry as at 1 MiB.
+	MaxPage = 1 << 20
+	// maxFrame bounds the result of thread and context as it is sent:
+	// under the 10 MiB of the TypeScript SDK's stdio client.
+	maxFrame = 8 << 20
 	// maxAttachment is what attachment returns of an object at most,
 	// unless max_bytes asks for less.
 	maxAttachment = 8 << 20
+	// inboxLimit is how many entries courier://inbox reads: its first
+	// 1,000, once, as text.
+	inboxLimit = 1000
 	// pageSize is resources/list's page.
 	pageSize = 500
 	// InboxURI is the resource that stands for the inbox: subscribe to it

@@ -26,7 +26,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 1000, at most 10000); truncated says when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 1 MiB as sent (about 800 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -211,8 +211,8 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 		if err != nil {
 			return err
 		}
-		if size += entrySize(line); size > min(s.max, MaxPage-pageOverhead) {
-			return tooLarge(min(s.max, MaxPage))
+		if size += entrySize(line); size > min(s.max, maxFrame-pageOverhead) {
+			return tooLarge(min(s.max, maxFrame))
 		}
 		page.Entries = append(page.Entries, bytes.Clone(line))
 		return nil
