@@ -1,7 +1,7 @@
 // tslist drives `courier mcp` with the official TypeScript SDK's stdio
 // client, as an agent built on it would: initialize, tools/list (so that
-// the client validates list's structured content against its output
-// schema), then the list tool page after page.
+// the client validates structured content against an output schema, if
+// list has one), then the list tool page after page.
 //
 //   node tslist.cjs COURIER WORKSPACE
 //
@@ -11,15 +11,18 @@
 // and answers each on stdout with one line of JSON once the whole
 // listing (all: true) is paged:
 //
-//   {"limit":L,"ms":wall,"cpu_ms":the client's CPU,"decode_ms":the
-//    client's JSON.parse and schema checks,"entries":n,"pages":p,
+//   {"limit":L,"ms":wall,"cpu_ms":the client's CPU,"server_cpu_ms":
+//    that of `courier mcp` (from /proc, 10 ms ticks),"decode_ms":the
+//    client's JSON.parse (of the frames and of the listing's text) and
+//    schema checks,"entries":n,"pages":p,
 //    "max_frame":the largest response line in bytes}
 //
 // or {"error": "..."}. The session stays open between requests.
 'use strict';
+const fs = require('node:fs');
 const readline = require('node:readline');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
-const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StdioClientTransport, getDefaultEnvironment } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { ReadBuffer } = require('@modelcontextprotocol/sdk/shared/stdio.js');
 
 const [courier, ws] = process.argv.slice(2);
@@ -44,11 +47,15 @@ ReadBuffer.prototype.readMessage = function () {
 
 async function main() {
   const client = new Client({ name: 'tslist', version: '1' });
-  const transport = new StdioClientTransport({ command: courier, args: ['--root', ws, 'mcp'], stderr: 'inherit' });
+  // The server's environment is the SDK's default, and COURIER_CPUPROFILE
+  // for a profile of the server.
+  const env = getDefaultEnvironment();
+  if (process.env.COURIER_CPUPROFILE) env.COURIER_CPUPROFILE = process.env.COURIER_CPUPROFILE;
+  const transport = new StdioClientTransport({ command: courier, args: ['--root', ws, 'mcp'], env, stderr: 'inherit' });
   await client.connect(transport);
+  serverPid = transport.pid;
   await client.listTools();
   const validator = client.getToolOutputValidator('list');
-  if (!validator) throw new Error('list has no output schema');
   client.getToolOutputValidator = name => {
     const v = name === 'list' ? validator : undefined;
     return v && (sc => {
@@ -73,9 +80,22 @@ async function main() {
   await client.close();
 }
 
+// serverCPU is the CPU time `courier mcp` has used, in ms (Linux).
+let serverPid = 0;
+function serverCPU() {
+  try {
+    const stat = fs.readFileSync(`/proc/${serverPid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime: ticks of 10 ms
+  } catch {
+    return NaN;
+  }
+}
+
 async function page(client, limit) {
   decodeNs = 0n;
   maxFrame = 0;
+  const server = serverCPU();
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   let entries = 0, pages = 0, cursor = '';
@@ -85,7 +105,14 @@ async function page(client, limit) {
     if (cursor) args.cursor = cursor;
     const res = await client.callTool({ name: 'list', arguments: args });
     if (res.isError) throw new Error(res.content.map(c => c.text).join(' '));
-    const sc = res.structuredContent;
+    // A listing's JSON: its structured content, or its text's, decoded
+    // here (the client's decode too).
+    let sc = res.structuredContent;
+    if (!sc) {
+      const t = process.hrtime.bigint();
+      sc = JSON.parse(res.content[0].text);
+      decodeNs += process.hrtime.bigint() - t;
+    }
     if (sc.count !== sc.messages.length) throw new Error(`count ${sc.count}, ${sc.messages.length} messages`);
     entries += sc.count;
     pages++;
@@ -94,7 +121,8 @@ async function page(client, limit) {
   }
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
   const used = process.cpuUsage(cpu);
-  return { limit, ms, cpu_ms: (used.user + used.system) / 1000, decode_ms: Number(decodeNs) / 1e6, entries, pages, max_frame: maxFrame };
+  return { limit, ms, cpu_ms: (used.user + used.system) / 1000, server_cpu_ms: serverCPU() - server,
+    decode_ms: Number(decodeNs) / 1e6, entries, pages, max_frame: maxFrame };
 }
 
 main().catch(err => {
