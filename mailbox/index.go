@@ -416,7 +416,8 @@ func (mb *Mailbox) List(ctx context.Context, f Filter, fn func(*Entry) error) er
 
 // ListJSON writes the entries the filter selects to w as a JSON array, one
 // entry per line, oldest first; each entry is what Entry.MarshalJSON
-// writes. It is List for `--format json`, without decoding anything.
+// writes. It is List for `--format json`, without decoding anything. It
+// stops at the first error of w.
 func (mb *Mailbox) ListJSON(ctx context.Context, f Filter, w io.Writer) (int, error) {
 	q, args := mb.where(ctx, f)
 	rows, err := mb.db.QueryContext(ctx, q, args...)
@@ -443,7 +444,9 @@ func (mb *Mailbox) ListJSON(ctx context.Context, f Filter, w io.Writer) (int, er
 			bw.WriteString(",\n")
 		}
 		line = splice(line[:0], doc, state)
-		bw.Write(line)
+		if _, err := bw.Write(line); err != nil {
+			return n, err // w takes no more: read no further
+		}
 		n++
 	}
 	if err := rows.Err(); err != nil {

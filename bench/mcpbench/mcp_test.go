@@ -1,15 +1,19 @@
 package mcpbench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +22,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/bench/internal/benchutil"
+	"github.com/monoco/courier/internal/mcpserver"
 )
 
 var (
 	messagesFlag = flag.Int("messages", 100000, "messages in the mailbox")
 	readsFlag    = flag.Int("reads", 1000, "read calls in the read benchmark")
-	runsFlag     = flag.Int("runs", 5, "runs of the list benchmark (the median is reported)")
+	runsFlag     = flag.Int("runs", 5, "runs of the list benchmark (min, median and max are reported)")
+	limitsFlag   = flag.String("limits", "0,1000,5000,10000", "list's page sizes the list benchmark pages at, 0 the tool's default")
+	tsFlag       = flag.String("tsclient", "../../cmd/courier/testdata/mcpconformance", "the folder of tslist.cjs and the TypeScript SDK it runs (npm ci there)")
 	genFlag      = flag.String("genmailbox", "", "the genmailbox binary (default: built from ./bench/genmailbox for this run)")
+	wsFlag       = flag.String("ws", "", "a mailbox of -messages messages made by genmailbox (default: one made for the run, before timing)")
 )
 
 var (
@@ -37,6 +45,10 @@ var (
 func workspace(b *testing.B) string {
 	b.Helper()
 	wsOnce.Do(func() {
+		if *wsFlag != "" {
+			wsDir = *wsFlag
+			return
+		}
 		dir, err := mkdtemp()
 		if err != nil {
 			wsErr = err
@@ -97,58 +109,189 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+// BenchmarkList pages through the whole mailbox (all) with list at each
+// of -limits on one open `courier mcp` session of the official
+// TypeScript SDK's stdio client (tslist.cjs, which tools/lists first so
+// that the client checks each page against list's output schema), and
+// runs `courier list --all --format json`, a process, before each: the
+// two sides interleaved, -runs times, in the mailbox made before timing.
+// Each pair gives a ratio of wall times, and one of CPU times (the
+// client's and the server's against the process's), which the load of a
+// shared machine moves less.
 func BenchmarkList(b *testing.B) {
 	bin := benchutil.CourierBin(b)
 	ws := workspace(b)
 	n := *messagesFlag
-	cs := session(b, bin, ws)
-	call(b, cs, "list", map[string]any{"limit": 1}) // the mailbox opened, as the CLI's first run below warms the cache
-	var ours, base []time.Duration
-	pages := 0
+	limits := pageSizes(b)
+	ts := startTS(b, bin, ws)
+	cliRun(b, bin, ws, n) // the first run warms the cache, as the client's first call does
+	sides := map[int]*listSides{}
 	for range *runsFlag {
-		// The whole mailbox, page after page of list's most (10,000).
-		start := time.Now()
-		got, cursor := 0, ""
-		pages = 0
-		for {
-			args := map[string]any{"all": true, "limit": 10000}
-			if cursor != "" {
-				args["cursor"] = cursor
+		for _, l := range limits {
+			if sides[l] == nil {
+				sides[l] = &listSides{}
 			}
-			res := call(b, cs, "list", args)
-			pages++
-			var out struct {
-				Count      int
-				NextCursor string `json:"next_cursor"`
-			}
-			sc, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(sc, &out)
-			got += out.Count
-			if cursor = out.NextCursor; cursor == "" {
-				break
-			}
-		}
-		ours = append(ours, time.Since(start))
-		if got != n {
-			b.Fatalf("list's pages gave %d entries, want %d", got, n)
-		}
-
-		cmd := exec.Command(bin, "--root", ws, "list", "--all", "--format", "json")
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
-		start = time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		base = append(base, time.Since(start))
-		if c := strings.Count(stdout.String(), "\n{"); c != n {
-			b.Fatalf("courier list printed %d entries, want %d", c, n)
+			c := cliRun(b, bin, ws, n)
+			r, err := ts.page(b, l, n)
+			sides[l].add(c, r, err)
 		}
 	}
-	c, bl := median(ours), median(base)
-	benchutil.Report(b, fmt.Sprintf("MCP list (all) over %d messages: %d pages of 10,000 on an open stdio session, median of %d", n, pages, *runsFlag),
-		fmt.Sprintf("%.2f s", c.Seconds()), fmt.Sprintf("`courier list --all --format json`, a process: %.2f s", bl.Seconds()),
-		fmt.Sprintf("%.2f×", float64(c)/float64(bl)))
+	for _, l := range limits {
+		sides[l].report(b, n, l)
+	}
+}
+
+// listSides are the paired runs of one page size.
+type listSides struct {
+	cli, cliCPU       []time.Duration
+	wall, cpu, decode []time.Duration
+	ratio, cpuRatio   []float64
+	last              tsRun
+	err               error
+}
+
+func (s *listSides) add(c cliTime, r tsRun, err error) {
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.cli, s.cliCPU = append(s.cli, c.wall), append(s.cliCPU, c.cpu)
+	s.wall, s.cpu, s.decode = append(s.wall, r.Wall), append(s.cpu, r.CPU+r.ServerCPU), append(s.decode, r.Decode)
+	s.ratio = append(s.ratio, r.Wall.Seconds()/c.wall.Seconds())
+	s.cpuRatio = append(s.cpuRatio, (r.CPU+r.ServerCPU).Seconds()/c.cpu.Seconds())
+	s.last = r
+}
+
+func (s *listSides) report(b *testing.B, n, limit int) {
+	page := fmt.Sprint(limit)
+	if limit == 0 {
+		page = "the default"
+	}
+	measure := fmt.Sprintf("MCP list (all) of %d messages, limit %s", n, page)
+	if len(s.wall) == 0 {
+		benchutil.Report(b, measure, "failed: "+s.err.Error(), "", "")
+		return
+	}
+	benchutil.Report(b, fmt.Sprintf("%s: %d pages, the largest %.2f MB", measure, s.last.Pages, float64(s.last.MaxFrame)/1e6),
+		fmt.Sprintf("%s; CPU %.2f s (client and server), the client's decode %.2f s", spread(s.wall), median(s.cpu).Seconds(), median(s.decode).Seconds()),
+		fmt.Sprintf("%s; CPU %.2f s", spread(s.cli), median(s.cliCPU).Seconds()),
+		fmt.Sprintf("%.1f× (%.1f–%.1f); CPU %.1f×", medianF(s.ratio), slices.Min(s.ratio), slices.Max(s.ratio), medianF(s.cpuRatio)))
+}
+
+// pageSizes is -limits: list's page sizes, 0 for the tool's default.
+func pageSizes(b *testing.B) []int {
+	var limits []int
+	for _, f := range strings.Split(*limitsFlag, ",") {
+		l, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || l < 0 || l > mcpserver.MaxLimit {
+			b.Fatalf("-limits %q: %q is not a page size (0 to %d)", *limitsFlag, f, mcpserver.MaxLimit)
+		}
+		limits = append(limits, l)
+	}
+	return limits
+}
+
+// cliTime is a run of the CLI: its wall and CPU time.
+type cliTime struct{ wall, cpu time.Duration }
+
+// cliRun times `courier list --all --format json`, a process, checking
+// that it printed n entries.
+func cliRun(b *testing.B, bin, ws string, n int) cliTime {
+	b.Helper()
+	cmd := exec.Command(bin, "--root", ws, "list", "--all", "--format", "json")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	if c := bytes.Count(stdout.Bytes(), []byte("\n{")); c != n {
+		b.Fatalf("courier list printed %d entries, want %d", c, n)
+	}
+	return cliTime{d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+}
+
+// tsClient is tslist.cjs running: one session of the TypeScript SDK's
+// client, a listing paged through for each line written to it.
+type tsClient struct {
+	in  io.Writer
+	out *bufio.Scanner
+}
+
+// tsRun is one listing paged through, as tslist.cjs measured it.
+type tsRun struct {
+	Wall, CPU, ServerCPU, Decode time.Duration
+	Pages, MaxFrame              int
+}
+
+func startTS(b *testing.B, bin, ws string) *tsClient {
+	b.Helper()
+	dir, err := filepath.Abs(*tsFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	node := filepath.Join(dir, "node_modules", ".bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		b.Skipf("the TypeScript SDK is not installed (npm ci --prefix %s): %v", dir, err)
+	}
+	cmd := exec.Command(node, filepath.Join(dir, "tslist.cjs"), bin, ws)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	return &tsClient{in: in, out: bufio.NewScanner(out)}
+}
+
+// page pages through the listing at limit (0: the tool's default),
+// checking that it gave n entries; an error is the client's.
+func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
+	b.Helper()
+	fmt.Fprintln(c.in, limit)
+	if !c.out.Scan() {
+		b.Fatalf("tslist ended: %v", c.out.Err())
+	}
+	var r struct {
+		Ms          float64 `json:"ms"`
+		CPUMs       float64 `json:"cpu_ms"`
+		ServerCPUMs float64 `json:"server_cpu_ms"`
+		DecodeMs    float64 `json:"decode_ms"`
+		Entries     int     `json:"entries"`
+		Pages       int     `json:"pages"`
+		MaxFrame    int     `json:"max_frame"`
+		Error       string  `json:"error"`
+	}
+	if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
+		b.Fatalf("tslist, limit %d: %s: %v", limit, c.out.Bytes(), err)
+	}
+	if r.Error != "" {
+		return tsRun{}, errors.New(r.Error)
+	}
+	if r.Entries != n {
+		b.Fatalf("tslist, limit %d: %d entries, want %d", limit, r.Entries, n)
+	}
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	return tsRun{Wall: ms(r.Ms), CPU: ms(r.CPUMs), ServerCPU: ms(r.ServerCPUMs), Decode: ms(r.DecodeMs), Pages: r.Pages, MaxFrame: r.MaxFrame}, nil
+}
+
+// spread is the min, median and max of d in seconds.
+func spread(d []time.Duration) string {
+	return fmt.Sprintf("%.2f s (%.2f–%.2f)", median(d).Seconds(), slices.Min(d).Seconds(), slices.Max(d).Seconds())
+}
+
+func medianF(f []float64) float64 {
+	s := slices.Clone(f)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func BenchmarkRead(b *testing.B) {

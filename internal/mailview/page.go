@@ -127,6 +127,29 @@ func ParsePage(listing []byte, limit int, c Cursor) (*Page, error) {
 	return p, nil
 }
 
+// Cut ends p after its first n entries, more entries following them:
+// Next is the cursor after the n-th. c is the cursor p was read after.
+func (p *Page) Cut(n int, c Cursor) error {
+	p.Entries = p.Entries[:n]
+	next, err := nextCursor(p.Entries, c)
+	if err != nil {
+		return err
+	}
+	p.Next = next.String()
+	return nil
+}
+
+// Whole is the start of a listing WriteJSON was writing when its writer
+// took no more: the whole entries in it, as a listing. It reuses part's
+// bytes.
+func Whole(part []byte) []byte {
+	i := bytes.LastIndex(part, []byte(",\n"))
+	if i < 0 {
+		return []byte("[]")
+	}
+	return append(part[:i], "\n]"...)
+}
+
 // nextCursor is the cursor after a page: from its last entry's time,
 // past the entries at that time given so far.
 func nextCursor(page [][]byte, c Cursor) (Cursor, error) {

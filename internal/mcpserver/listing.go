@@ -56,13 +56,14 @@ func textResult(s string) *mcp.CallToolResult {
 
 // listing is a page of entries as the structured content
 // {"messages": [...], "count": n, "truncated": bool, "next_cursor": c},
-// the entries spliced in as list --format json prints them (one a line):
-// a listing is not decoded and encoded again entry by entry. Its text is
-// the same JSON.
+// the entries spliced in as list --format json prints them: a listing is
+// not decoded and encoded again entry by entry. Its text is the same
+// JSON, one entry a line; the structured content is compact, as it is
+// sent (rawResult does not compact it again).
 func listing(p *mailview.Page) *mcp.CallToolResult {
 	size := 64
 	for _, l := range p.Entries {
-		size += len(l) + 2
+		size += len(l) + 1
 	}
 	doc := make([]byte, 0, size)
 	doc = append(doc, `{"messages":[`...)
@@ -70,22 +71,61 @@ func listing(p *mailview.Page) *mcp.CallToolResult {
 		if i > 0 {
 			doc = append(doc, ',')
 		}
-		doc = append(doc, '\n')
 		doc = append(doc, l...)
 	}
-	doc = fmt.Appendf(doc, "\n],\"count\":%d,\"truncated\":%t", len(p.Entries), p.Next != "")
+	doc = fmt.Appendf(doc, "],\"count\":%d,\"truncated\":%t", len(p.Entries), p.Next != "")
 	if p.Next != "" {
 		doc = fmt.Appendf(doc, `,"next_cursor":%q`, p.Next)
 	}
 	doc = append(doc, '}')
-	return &mcp.CallToolResult{StructuredContent: json.RawMessage(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}
+	text := make([]byte, 0, size+len(p.Entries)+64)
+	text = append(text, `{"messages":[`...)
+	for i, l := range p.Entries {
+		if i > 0 {
+			text = append(text, ',')
+		}
+		text = append(append(text, '\n'), l...)
+	}
+	if len(p.Entries) > 0 {
+		text = append(text, '\n')
+	}
+	text = append(text, doc[bytes.LastIndexByte(doc, ']'):]...)
+	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
 }
 
-// rawListings encodes a tools/call result whose structured content is
-// JSON already made (json.RawMessage) and whose one content is that same
-// JSON as text, as listing makes one, without the go-sdk's own
-// encoding: CallToolResult.MarshalJSON marshals the text and re-compacts
-// both copies of the page, and jsonrpc2 compacts the result twice more,
+// pageJSON is a listing's structured content: compact JSON, encoded as it
+// is.
+type pageJSON []byte
+
+func (p pageJSON) MarshalJSON() ([]byte, error) { return p, nil }
+
+// pageOverhead bounds what a listing's result holds besides its
+// entries: the JSON-RPC envelope, count, cursor and _meta.
+const pageOverhead = 1 << 10
+
+// entrySize is what an entry adds to a listing's result as sent: itself
+// and a comma in the structured content, and in the text escaped, after
+// a comma and an escaped line break.
+func entrySize(e []byte) int {
+	return 2*len(e) + bytes.Count(e, []byte{'"'}) + bytes.Count(e, []byte{'\\'}) + 4
+}
+
+// fitPage is how many of a page's entries fit in a result of MaxPage
+// bytes; at least one, so that a page moves on.
+func fitPage(entries [][]byte) int {
+	size := pageOverhead
+	for i, e := range entries {
+		if size += entrySize(e); size > MaxPage {
+			return max(i, 1)
+		}
+	}
+	return len(entries)
+}
+
+// rawListings encodes a listing's result (structured content of
+// pageJSON, one text) itself, without the go-sdk's own encoding:
+// CallToolResult.MarshalJSON marshals the text and re-compacts both
+// copies of the page, and jsonrpc2 compacts the result twice more,
 // which for a page of 10,000 entries was most of the server's time. The
 // result sent is the same (rawResult). The middleware is outside the
 // SDK's own (added by mcp.NewServer), so the SDK's result is final but for
@@ -98,26 +138,46 @@ func rawListings(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || !ok || method != "tools/call" || len(r.Content) != 1 {
 			return res, err
 		}
-		raw, ok := r.StructuredContent.(json.RawMessage)
+		raw, ok := r.StructuredContent.(pageJSON)
 		tc, isText := r.Content[0].(*mcp.TextContent)
-		if !ok || !isText || tc.Meta != nil || tc.Annotations != nil || tc.Text != string(raw) {
+		if !ok || !isText || tc.Meta != nil || tc.Annotations != nil {
 			return res, err
 		}
-		return &rawResult{r, raw}, nil
+		return &rawResult{CallToolResult: r, raw: raw, text: tc.Text, frames: framesOf(ctx)}, nil
 	}
 }
 
 // rawResult is a CallToolResult (every method the SDK calls on a
 // result is the embedded one's) sent as
-// {"content":[{"type":"text","text":RAW}],"structuredContent":RAW,...}
-// with RAW, JSON made by listing, copied in once as a value and once as
-// a string, and the result's other fields as the SDK encodes them.
+// {"content":[{"type":"text","text":TEXT}],"structuredContent":RAW,...}
+// with RAW, compact JSON made by listing, copied in as it is, TEXT
+// escaped, and the result's other fields as the SDK encodes them.
+//
+// Over stdio (frames set) it encodes as a placeholder of the result,
+// which the stdio writer replaces (frames).
 type rawResult struct {
 	*mcp.CallToolResult
-	raw json.RawMessage
+	raw         pageJSON
+	text        string
+	frames      *frames
+	placeholder []byte
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {
+	if r.frames == nil {
+		return r.encode()
+	}
+	if r.placeholder == nil {
+		out, err := r.encode()
+		if err != nil {
+			return nil, err
+		}
+		r.placeholder = r.frames.hold(out)
+	}
+	return r.placeholder, nil
+}
+
+func (r *rawResult) encode() ([]byte, error) {
 	rest := *r.CallToolResult
 	rest.Content, rest.StructuredContent = []mcp.Content{}, nil
 	small, err := rest.MarshalJSON()
@@ -132,9 +192,9 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 	delete(fields, "structuredContent")
 	// One buffer of about the result's size: escaped, a page of entries
 	// is about a fifth longer (a quote for every ~5 bytes).
-	out := make([]byte, 0, 2*len(r.raw)+len(r.raw)/4+len(small)+64)
+	out := make([]byte, 0, len(r.raw)+len(r.text)+len(r.text)/4+len(small)+64)
 	out = append(out, `{"content":[{"type":"text","text":`...)
-	out = appendString(out, r.raw)
+	out = appendString(out, []byte(r.text))
 	out = append(out, `}],"structuredContent":`...)
 	out = append(out, r.raw...)
 	for _, k := range slices.Sorted(maps.Keys(fields)) {

@@ -52,7 +52,7 @@ func (s *Server) readInbox(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	}
 	defer release()
 	buf := &capped{max: s.max}
-	if err := mailview.WriteJSON(ctx, s.mb, mailbox.Filter{Limit: DefaultLimit}, buf); err != nil {
+	if err := mailview.WriteJSON(ctx, s.mb, mailbox.Filter{Limit: inboxLimit}, buf); err != nil {
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: InboxURI, MIMEType: "application/json", Text: buf.String()}}}, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 1000, at most 10000); truncated says when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 1 MiB as sent (about 800 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -164,13 +165,29 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, refuse(err)
 	}
 	defer release()
-	buf := &capped{max: s.max}
-	if err := mailview.WriteJSON(ctx, s.mb, f, buf); err != nil {
+	// Entries are sent at least twice their size (structured and as
+	// text): what is read past MaxPage/2 bytes could not be sent.
+	buf := &capped{max: s.max, soft: MaxPage / 2}
+	err = mailview.WriteJSON(ctx, s.mb, f, buf)
+	full := errors.Is(err, errFull)
+	if err != nil && !full {
 		return nil, refuse(err)
 	}
-	page, err := mailview.ParsePage(buf.Bytes(), limit, cur)
+	rows := buf.Bytes()
+	if full {
+		rows = mailview.Whole(rows)
+	}
+	page, err := mailview.ParsePage(rows, limit, cur)
 	if err != nil {
 		return nil, err
+	}
+	if len(page.Entries) == 0 && full {
+		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage/2 bytes at one time
+	}
+	if n := fitPage(page.Entries); n < len(page.Entries) || (full && page.Next == "") {
+		if err := page.Cut(n, cur); err != nil {
+			return nil, err
+		}
 	}
 	return listing(page), nil
 }
@@ -194,8 +211,8 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 		if err != nil {
 			return err
 		}
-		if size += len(line) + 2; size > s.max {
-			return tooLarge(s.max)
+		if size += entrySize(line); size > min(s.max, maxFrame-pageOverhead) {
+			return tooLarge(min(s.max, maxFrame))
 		}
 		page.Entries = append(page.Entries, bytes.Clone(line))
 		return nil
