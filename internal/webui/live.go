@@ -1,0 +1,208 @@
+package webui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/monoco/courier/mailbox"
+)
+
+// The live feed. One goroutine (the hub) follows the mailbox's event
+// journal, as the notify runner and `courier watch` do: it wakes on the
+// mailbox's Subscribe signal (a commit that journals an event in this
+// process) and reads the rows after its position. Claims are not
+// journaled, so it also looks at the claims and deliveries tables every
+// Poll for a change. What changed goes to every open /ui/events stream
+// (Server-Sent Events), and each page's script reloads its content.
+//
+// The hub also fills the search index, a batch at each wake-up, so that
+// new mail is searchable as soon as it is shown.
+
+// change is one Server-Sent Event.
+type change struct {
+	Kind string // inbound, delivered, dead (journal kinds), or state
+	ID   string
+}
+
+type hub struct {
+	mb   *mailbox.Mailbox
+	poll time.Duration
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	subs   map[chan change]bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newHub(mb *mailbox.Mailbox, poll time.Duration, log *slog.Logger) *hub {
+	return &hub{mb: mb, poll: poll, log: log, subs: map[chan change]bool{}}
+}
+
+func (h *hub) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan struct{})
+	go h.run(ctx)
+}
+
+func (h *hub) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	<-h.done
+	h.mu.Lock()
+	for ch := range h.subs {
+		close(ch)
+		delete(h.subs, ch)
+	}
+	h.mu.Unlock()
+}
+
+// maxStreams bounds the live streams at once (each holds a connection).
+const maxStreams = 32
+
+func (h *hub) subscribe() (chan change, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) >= maxStreams {
+		return nil, false
+	}
+	ch := make(chan change, 64)
+	h.subs[ch] = true
+	return ch, true
+}
+
+func (h *hub) unsubscribe(ch chan change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[ch] {
+		delete(h.subs, ch)
+		close(ch)
+	}
+}
+
+func (h *hub) broadcast(c change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- c:
+		default: // a stream that does not keep up reloads once anyway
+		}
+	}
+}
+
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	wake, cancel := h.mb.Subscribe()
+	defer cancel()
+	pos, _, err := h.mb.LastEvent(ctx)
+	if err != nil {
+		h.log.Warn("web viewer: cannot read the event journal", "err", err)
+	}
+	state := h.stateMark(ctx)
+	tick := time.NewTicker(h.poll)
+	defer tick.Stop()
+	for {
+		h.indexSearch(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+		pos = h.journal(ctx, pos)
+		if m := h.stateMark(ctx); m != state {
+			state = m
+			h.broadcast(change{Kind: "state"})
+		}
+	}
+}
+
+// journal broadcasts the events after pos and returns the new position.
+func (h *hub) journal(ctx context.Context, pos int64) int64 {
+	for {
+		evs, err := h.mb.Events(ctx, pos, 256)
+		if err != nil || len(evs) == 0 {
+			return pos
+		}
+		for _, e := range evs {
+			h.broadcast(change{Kind: string(e.Kind), ID: e.ID})
+			pos = e.Seq
+		}
+	}
+}
+
+// stateMark changes when a claim or a delivery does.
+func (h *hub) stateMark(ctx context.Context) string {
+	var c, d, n int64
+	h.mb.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(updated_at), 0), COUNT(*) FROM claims`).Scan(&c, &n)
+	h.mb.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(updated_at), 0) FROM deliveries`).Scan(&d)
+	return fmt.Sprint(c, n, d)
+}
+
+// searchBatch is how many messages the hub indexes a wake-up.
+const searchBatch = 500
+
+func (h *hub) indexSearch(ctx context.Context) {
+	_, err := h.mb.IndexSearch(ctx, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
+		m, _, err := h.mb.Message(ctx, e.ID)
+		if err != nil {
+			return mailbox.SearchText{}, err
+		}
+		body := m.Body
+		if body == "" {
+			body = string(m.Content.Text)
+		}
+		return mailbox.SearchText{Subject: m.Session.Name, Body: body}, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		h.log.Warn("web viewer: search index", "err", err)
+	}
+}
+
+// events is GET /ui/events: the live feed as Server-Sent Events.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch, ok := s.hub.subscribe()
+	if !ok {
+		http.Error(w, "too many live streams", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.hub.unsubscribe(ch)
+	// The server's timeouts would cut the stream (its ReadTimeout would
+	// cancel the request): it lives until the browser leaves or the
+	// service stops.
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprint(w, "retry: 2000\n: live\n\n")
+	fl.Flush()
+	keep := time.NewTicker(25 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keep.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case c, ok := <-ch:
+			if !ok {
+				return
+			}
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", c.Kind, c.ID)
+		}
+		fl.Flush()
+	}
+}
