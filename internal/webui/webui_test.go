@@ -340,3 +340,106 @@ func TestInboxPagesFiltersSearch(t *testing.T) {
 		t.Fatalf("a query of FTS syntax is words, not an error:\n%s", body)
 	}
 }
+
+// A thread interleaves the inbound mail and our replies, each reply with
+// its delivery: queued, and sent with the provider's id.
+func TestThreadInterleaves(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	q := testutil.Message(schema.Email, "t1", at, "first question")
+	f.deliver(t, q)
+	sent := &schema.Draft{ID: "email_out_00000000000000000000000000000001", Provider: schema.Email, To: schema.Recipients{"ann@example.com"},
+		Subject: "Re: Subject t1", ThreadKey: q.Session.ThreadKey, CorrelationID: "task_9", CreatedAt: schema.TimePtr(at.Add(time.Minute)), Agent: "bot", Body: "first answer\n"}
+	rel, err := f.mb.Queue(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent.Delivery = &schema.Delivery{Status: "sent", ProviderMessageID: "<abc@corp.example>"}
+	if _, err := f.mb.FinishDelivery(ctx, sent, rel, mailbox.BoxArchive); err != nil {
+		t.Fatal(err)
+	}
+	q2 := testutil.Message(schema.Email, "t2", at.Add(2*time.Minute), "second question")
+	q2.Session = q.Session
+	f.deliver(t, q2)
+	queued := &schema.Draft{ID: "email_out_00000000000000000000000000000002", Provider: schema.Email, To: schema.Recipients{"ann@example.com"},
+		Subject: "Re: Subject t1", ThreadKey: q.Session.ThreadKey, CreatedAt: schema.TimePtr(at.Add(3 * time.Minute)), Agent: "bot", Body: "second answer\n"}
+	if _, err := f.mb.Queue(ctx, queued); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client(t)
+	f.login(t, c)
+	resp, body := get(t, c, f.srv.URL+"/ui/thread/"+q.ID)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("thread: %s\n%s", resp.Status, body)
+	}
+	var order []string
+	for _, part := range strings.Split(body, `data-id="`)[1:] {
+		order = append(order, part[:strings.Index(part, `"`)])
+	}
+	if want := []string{q.ID, sent.ID, q2.ID, queued.ID}; strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("thread order %v, want %v", order, want)
+	}
+	for _, want := range []string{"sent as &lt;abc@corp.example&gt;", `<span class="delivery">queued</span>`, "corr task_9", "reply by bot"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the thread lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// The live feed sends a journal event as soon as the mail is filed, and a
+// claim within the poll.
+func TestEventsFollowTheJournal(t *testing.T) {
+	f := newFixture(t, Options{Poll: 100 * time.Millisecond})
+	f.s.Start(context.Background())
+	defer f.s.Stop(context.Background())
+	c := f.client(t)
+	f.login(t, c)
+	resp, err := c.Get(f.srv.URL + "/ui/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				lines <- string(buf[:n])
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	wait := func(want string) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the stream ended before %q", want)
+				}
+				if strings.Contains(l, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %q in 5 s", want)
+			}
+		}
+	}
+	wait(": live")
+	m := testutil.Message(schema.Slack, "live1", time.Now(), "hello")
+	f.deliver(t, m)
+	wait("event: inbound\ndata: " + m.ID + "\n")
+	if _, err := f.mb.Claim(context.Background(), m.ID, "bot", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wait("event: state\n")
+}
