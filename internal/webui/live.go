@@ -37,16 +37,20 @@ type hub struct {
 	subs   map[chan change]bool
 	cancel context.CancelFunc
 	done   chan struct{}
+	// index wakes the search indexer (one pending signal).
+	index chan struct{}
 }
 
 func newHub(mb *mailbox.Mailbox, poll time.Duration, log *slog.Logger) *hub {
-	return &hub{mb: mb, poll: poll, log: log, subs: map[chan change]bool{}}
+	return &hub{mb: mb, poll: poll, log: log, subs: map[chan change]bool{}, index: make(chan struct{}, 1)}
 }
 
 func (h *hub) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
-	go h.run(ctx)
+	indexed := make(chan struct{})
+	go func() { defer close(indexed); h.indexer(ctx) }()
+	go func() { h.run(ctx); <-indexed; close(h.done) }()
 }
 
 func (h *hub) stop() {
@@ -98,7 +102,6 @@ func (h *hub) broadcast(c change) {
 }
 
 func (h *hub) run(ctx context.Context) {
-	defer close(h.done)
 	wake, cancel := h.mb.Subscribe()
 	defer cancel()
 	pos, _, err := h.mb.LastEvent(ctx)
@@ -109,7 +112,10 @@ func (h *hub) run(ctx context.Context) {
 	tick := time.NewTicker(h.poll)
 	defer tick.Stop()
 	for {
-		h.indexSearch(ctx)
+		select {
+		case h.index <- struct{}{}:
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -146,11 +152,26 @@ func (h *hub) stateMark(ctx context.Context) string {
 	return fmt.Sprint(c, n, d)
 }
 
-// searchBatch is how many messages the hub indexes a wake-up.
+// searchBatch is how many messages the indexer adds a transaction.
 const searchBatch = 500
 
-func (h *hub) indexSearch(ctx context.Context) {
-	_, err := h.mb.IndexSearch(ctx, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
+// indexer fills the search index: batch after batch while it is behind,
+// then a batch each time the hub wakes.
+func (h *hub) indexer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.index:
+		}
+		for h.indexSearch(ctx) == searchBatch && ctx.Err() == nil {
+		}
+	}
+}
+
+// indexSearch adds a batch to the search index; it returns how many.
+func (h *hub) indexSearch(ctx context.Context) int {
+	n, err := h.mb.IndexSearch(ctx, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
 		m, _, err := h.mb.Message(ctx, e.ID)
 		if err != nil {
 			return mailbox.SearchText{}, err
@@ -164,6 +185,7 @@ func (h *hub) indexSearch(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		h.log.Warn("web viewer: search index", "err", err)
 	}
+	return n
 }
 
 // events is GET /ui/events: the live feed as Server-Sent Events.
