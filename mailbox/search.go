@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
@@ -28,18 +29,27 @@ const dropSearch = `DROP TABLE IF EXISTS search_docs; DROP TABLE IF EXISTS searc
 // SearchText is what the search index holds of a message.
 type SearchText struct{ Subject, Body string }
 
-// IndexSearch adds up to limit inbound messages the search index lacks,
-// newest first, reading each one's text with text (an error there skips
-// the message: it is indexed with what its entry knows). It returns how
-// many it added.
-func (mb *Mailbox) IndexSearch(ctx context.Context, limit int, text func(*Entry) (SearchText, error)) (int, error) {
+// IndexSearch adds to the search index up to limit inbound messages it
+// lacks: of ids, or with ids nil the newest it lacks (a scan of the index
+// that reads every row once all are indexed: for catching up, not for
+// each new message). It reads each one's text with text (an error there
+// indexes what its entry knows). It returns how many it added.
+func (mb *Mailbox) IndexSearch(ctx context.Context, ids []string, limit int, text func(*Entry) (SearchText, error)) (int, error) {
 	if _, err := mb.db.ExecContext(ctx, searchDDL); err != nil {
 		return 0, dbError(err)
 	}
+	q := selectEntries + ` WHERE m.direction = 'inbound' AND NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = m.id)`
+	args := []any{sql.Named("now", mb.now().UnixNano()), sql.Named("limit", limit)}
+	if ids != nil {
+		if len(ids) == 0 {
+			return 0, nil
+		}
+		q += ` AND m.id IN (SELECT value FROM json_each(:ids))`
+		b, _ := json.Marshal(ids)
+		args = append(args, sql.Named("ids", string(b)))
+	}
 	var todo []*Entry
-	err := mb.query(ctx, selectEntries+` WHERE m.direction = 'inbound' AND NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = m.id)
-		ORDER BY m.ts DESC LIMIT :limit`, []any{sql.Named("now", mb.now().UnixNano()), sql.Named("limit", limit)},
-		func(e *Entry) error { todo = append(todo, e); return nil })
+	err := mb.query(ctx, q+` ORDER BY m.ts DESC LIMIT :limit`, args, func(e *Entry) error { todo = append(todo, e); return nil })
 	if err != nil || len(todo) == 0 {
 		return 0, err
 	}

@@ -37,8 +37,11 @@ type hub struct {
 	subs   map[chan change]bool
 	cancel context.CancelFunc
 	done   chan struct{}
-	// index wakes the search indexer (one pending signal).
-	index chan struct{}
+	// index wakes the search indexer (one pending signal) for the
+	// inbound ids in fresh, or a whole scan when too many came at once.
+	index  chan struct{}
+	fresh  []string
+	rescan bool
 }
 
 func newHub(mb *mailbox.Mailbox, poll time.Duration, log *slog.Logger) *hub {
@@ -113,20 +116,44 @@ func (h *hub) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		select {
-		case h.index <- struct{}{}:
-		default:
-		}
-		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-tick.C:
 		}
 		pos = h.journal(ctx, pos)
-		if m := h.stateMark(ctx); m != state {
-			state = m
-			h.broadcast(change{Kind: "state"})
+		// Nobody watching, nothing to poll: the claims table is read
+		// only for open streams.
+		if h.watched() {
+			if m := h.stateMark(ctx); m != state {
+				state = m
+				h.broadcast(change{Kind: "state"})
+			}
 		}
+	}
+}
+
+func (h *hub) watched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
+}
+
+// maxFresh bounds the ids waiting for the indexer; beyond, it scans.
+const maxFresh = 10000
+
+// toIndex hands the indexer the id of a new inbound message.
+func (h *hub) toIndex(id string) {
+	h.mu.Lock()
+	if len(h.fresh) < maxFresh {
+		h.fresh = append(h.fresh, id)
+	} else {
+		h.rescan = true
+	}
+	h.mu.Unlock()
+	select {
+	case h.index <- struct{}{}:
+	default:
 	}
 }
 
@@ -139,6 +166,9 @@ func (h *hub) journal(ctx context.Context, pos int64) int64 {
 		}
 		for _, e := range evs {
 			h.broadcast(change{Kind: string(e.Kind), ID: e.ID})
+			if e.Kind == mailbox.EventInbound {
+				h.toIndex(e.ID)
+			}
 			pos = e.Seq
 		}
 	}
@@ -155,23 +185,38 @@ func (h *hub) stateMark(ctx context.Context) string {
 // searchBatch is how many messages the indexer adds a transaction.
 const searchBatch = 500
 
-// indexer fills the search index: batch after batch while it is behind,
-// then a batch each time the hub wakes.
+// indexer fills the search index: the whole backlog at start (after a
+// reindex, or on first use), then each new message as the journal names
+// it.
 func (h *hub) indexer(ctx context.Context) {
+	scan := true
 	for {
+		if scan {
+			for h.indexSearch(ctx, nil) == searchBatch && ctx.Err() == nil {
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.index:
 		}
-		for h.indexSearch(ctx) == searchBatch && ctx.Err() == nil {
+		h.mu.Lock()
+		ids, all := h.fresh, h.rescan
+		h.fresh, h.rescan = nil, false
+		h.mu.Unlock()
+		scan = all
+		for len(ids) > 0 && ctx.Err() == nil {
+			n := min(len(ids), searchBatch)
+			h.indexSearch(ctx, ids[:n])
+			ids = ids[n:]
 		}
 	}
 }
 
-// indexSearch adds a batch to the search index; it returns how many.
-func (h *hub) indexSearch(ctx context.Context) int {
-	n, err := h.mb.IndexSearch(ctx, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
+// indexSearch adds a batch to the search index, of ids or (nil) the
+// newest messages it lacks; it returns how many.
+func (h *hub) indexSearch(ctx context.Context, ids []string) int {
+	n, err := h.mb.IndexSearch(ctx, ids, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
 		m, _, err := h.mb.Message(ctx, e.ID)
 		if err != nil {
 			return mailbox.SearchText{}, err

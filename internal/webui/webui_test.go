@@ -325,7 +325,7 @@ func TestInboxPagesFiltersSearch(t *testing.T) {
 		}
 	}
 	// The hub indexes for search.
-	f.s.hub.indexSearch(context.Background())
+	f.s.hub.indexSearch(context.Background(), nil)
 	_, body = get(t, c, f.srv.URL+"/ui/?q=apple")
 	want := []string{}
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -438,6 +438,13 @@ func TestEventsFollowTheJournal(t *testing.T) {
 	m := testutil.Message(schema.Slack, "live1", time.Now(), "hello")
 	f.deliver(t, m)
 	wait("event: inbound\ndata: " + m.ID + "\n")
+	// The indexer takes the new message from the journal: searchable.
+	if !testutil.Poll(5*time.Second, func() bool {
+		_, body := get(t, c, f.srv.URL+"/ui/?q=hello")
+		return strings.Contains(body, `data-id="`+m.ID+`"`)
+	}) {
+		t.Fatal("the new message is not searchable in 5 s")
+	}
 	if _, err := f.mb.Claim(context.Background(), m.ID, "bot", time.Minute); err != nil {
 		t.Fatal(err)
 	}
