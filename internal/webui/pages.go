@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -212,7 +213,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, _ *session) {
 	s.page(w, r, http.StatusOK, "message", pageData{Title: d.Subject, Message: d})
 }
 
-// maxFrontMatter bounds the front matter the page shows.
+// maxFrontMatter bounds what is read of a file for its front matter.
 const maxFrontMatter = 64 << 10
 
 func (s *Server) messageOf(r *http.Request, id string) (*messageData, error) {
@@ -250,7 +251,9 @@ func (s *Server) messageOf(r *http.Request, id string) (*messageData, error) {
 		d.Files = append(d.Files, fileLink{N: i, Name: a.Name, Type: a.MimeType, Size: a.Size})
 	}
 	d.Body = renderBody(mailview.SafeText(body))
-	if raw, err := mb.ReadPath(e.Path); err == nil {
+	if f, _, err := mb.OpenFile(r.Context(), id); err == nil {
+		raw, _ := io.ReadAll(io.LimitReader(f, maxFrontMatter))
+		f.Close()
 		d.FrontMatter = frontMatter(raw)
 	}
 	return d, nil
@@ -258,7 +261,7 @@ func (s *Server) messageOf(r *http.Request, id string) (*messageData, error) {
 
 // frontMatter is the YAML between the file's --- lines.
 func frontMatter(raw []byte) string {
-	s := strings.TrimPrefix(string(raw[:min(len(raw), maxFrontMatter)]), "---\n")
+	s := strings.TrimPrefix(string(raw), "---\n")
 	if i := strings.Index(s, "\n---"); i >= 0 {
 		s = s[:i+1]
 	}

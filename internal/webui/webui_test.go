@@ -450,3 +450,42 @@ func TestEventsFollowTheJournal(t *testing.T) {
 	}
 	wait("event: state\n")
 }
+
+// A message's page: the body rendered, the front matter behind a toggle,
+// the attachment a download that is never shown inline.
+func TestMessagePageAndAttachment(t *testing.T) {
+	dz := testutil.NewDropzone(t, nil)
+	f := newFixture(t, Options{Dropzone: dz})
+	data := []byte("<html><script>alert(1)</script></html>")
+	obj, err := dz.Put(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := testutil.Message(schema.Email, "att", time.Now(), "")
+	m.Body = "Some **bold** text\n"
+	m.Artifacts = []schema.Artifact{{ID: obj.ID, Name: "page.html", Type: schema.ArtifactDocument, MimeType: "text/html", Size: obj.Size, Path: obj.Path}}
+	f.deliver(t, m)
+	c := f.client(t)
+	f.login(t, c)
+	resp, body := get(t, c, f.srv.URL+"/ui/message/"+m.ID)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s\n%s", resp.Status, body)
+	}
+	for _, want := range []string{"<strong>bold</strong>", `<details id="frontmatter">`, "provider: email", `href="/ui/attachment/` + m.ID + `/0"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("CSP %q", csp)
+	}
+	resp, got := get(t, c, f.srv.URL+"/ui/attachment/"+m.ID+"/0")
+	h := resp.Header
+	if resp.StatusCode != http.StatusOK || got != string(data) || !strings.HasPrefix(h.Get("Content-Disposition"), "attachment;") ||
+		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("the attachment: %s %q %v", resp.Status, got, h)
+	}
+	if resp, _ := get(t, c, f.srv.URL+"/ui/attachment/"+m.ID+"/1"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a second attachment that is not there: %s", resp.Status)
+	}
+}
