@@ -51,9 +51,16 @@ func newHub(mb *mailbox.Mailbox, poll time.Duration, log *slog.Logger) *hub {
 func (h *hub) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
+	// The position is taken now, so that an event committed once Start
+	// returns is streamed.
+	pos, _, err := h.mb.LastEvent(ctx)
+	if err != nil {
+		h.log.Warn("web viewer: cannot read the event journal", "err", err)
+	}
+	wake, unsubscribe := h.mb.Subscribe()
 	indexed := make(chan struct{})
 	go func() { defer close(indexed); h.indexer(ctx) }()
-	go func() { h.run(ctx); <-indexed; close(h.done) }()
+	go func() { h.run(ctx, pos, wake); unsubscribe(); <-indexed; close(h.done) }()
 }
 
 func (h *hub) stop() {
@@ -104,13 +111,7 @@ func (h *hub) broadcast(c change) {
 	}
 }
 
-func (h *hub) run(ctx context.Context) {
-	wake, cancel := h.mb.Subscribe()
-	defer cancel()
-	pos, _, err := h.mb.LastEvent(ctx)
-	if err != nil {
-		h.log.Warn("web viewer: cannot read the event journal", "err", err)
-	}
+func (h *hub) run(ctx context.Context, pos int64, wake <-chan struct{}) {
 	state := h.stateMark(ctx)
 	tick := time.NewTicker(h.poll)
 	defer tick.Stop()

@@ -417,6 +417,7 @@ func TestEventsFollowTheJournal(t *testing.T) {
 			}
 		}
 	}()
+	var seen strings.Builder
 	wait := func(want string) {
 		t.Helper()
 		deadline := time.After(5 * time.Second)
@@ -426,11 +427,13 @@ func TestEventsFollowTheJournal(t *testing.T) {
 				if !ok {
 					t.Fatalf("the stream ended before %q", want)
 				}
-				if strings.Contains(l, want) {
+				seen.WriteString(l)
+				if strings.Contains(seen.String(), want) {
+					seen.Reset()
 					return
 				}
 			case <-deadline:
-				t.Fatalf("no %q in 5 s", want)
+				t.Fatalf("no %q in 5 s; the stream said %q", want, seen.String())
 			}
 		}
 	}
