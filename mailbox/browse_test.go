@@ -41,13 +41,16 @@ func TestSearchIndexReindex(t *testing.T) {
 	if n, _ := mb.SearchBacklog(ctx); n != 5 {
 		t.Fatalf("backlog before indexing: %d", n)
 	}
-	if n, err := mb.IndexSearch(ctx, nil, 3, text); err != nil || n != 3 {
-		t.Fatalf("IndexSearch = %d, %v", n, err)
+	n, next, err := mb.IndexSearch(ctx, nil, nil, 3, text)
+	if err != nil || n != 3 || next == nil || next.ID != msgs[2].ID {
+		t.Fatalf("IndexSearch = %d, %v, %v", n, next, err)
 	}
 	if got := search("shared"); len(got) != 3 || got[0] != msgs[4].ID {
 		t.Fatalf("newest first, the indexed ones: %v", got)
 	}
-	mb.IndexSearch(ctx, nil, 3, text)
+	if n, next, err = mb.IndexSearch(ctx, nil, next, 3, text); err != nil || n != 2 || next != nil {
+		t.Fatalf("the scan's second batch = %d, %v, %v", n, next, err)
+	}
 	if got := search("word1"); len(got) != 1 || got[0] != msgs[1].ID {
 		t.Fatalf("word1: %v", got)
 	}
@@ -60,7 +63,7 @@ func TestSearchIndexReindex(t *testing.T) {
 	if got := search("word1"); len(got) != 0 {
 		t.Fatalf("after a reindex, before refilling: %v", got)
 	}
-	mb.IndexSearch(ctx, nil, 10, text)
+	mb.IndexSearch(ctx, nil, nil, 10, text)
 	if got := search("word1"); len(got) != 1 {
 		t.Fatalf("refilled: %v", got)
 	}

@@ -30,28 +30,38 @@ const dropSearch = `DROP TABLE IF EXISTS search_docs; DROP TABLE IF EXISTS searc
 type SearchText struct{ Subject, Body string }
 
 // IndexSearch adds to the search index up to limit inbound messages it
-// lacks: of ids, or with ids nil the newest it lacks (a scan of the index
-// that reads every row once all are indexed: for catching up, not for
-// each new message). It reads each one's text with text (an error there
-// indexes what its entry knows). It returns how many it added.
-func (mb *Mailbox) IndexSearch(ctx context.Context, ids []string, limit int, text func(*Entry) (SearchText, error)) (int, error) {
+// lacks: of ids, or with ids nil the newest it lacks before after (nil:
+// from the newest), for catching up; the key it returns is where such a
+// scan goes on (nil: it is done). It reads each one's text with text (an
+// error there indexes what its entry knows). It returns how many it
+// added.
+func (mb *Mailbox) IndexSearch(ctx context.Context, ids []string, after *Key, limit int, text func(*Entry) (SearchText, error)) (int, *Key, error) {
 	if _, err := mb.db.ExecContext(ctx, searchDDL); err != nil {
-		return 0, dbError(err)
+		return 0, nil, dbError(err)
 	}
 	q := selectEntries + ` WHERE m.direction = 'inbound' AND NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = m.id)`
 	args := []any{sql.Named("now", mb.now().UnixNano()), sql.Named("limit", limit)}
-	if ids != nil {
+	switch {
+	case ids != nil:
 		if len(ids) == 0 {
-			return 0, nil
+			return 0, nil, nil
 		}
 		q += ` AND m.id IN (SELECT value FROM json_each(:ids))`
 		b, _ := json.Marshal(ids)
 		args = append(args, sql.Named("ids", string(b)))
+	case after != nil:
+		q += ` AND (m.ts < :ats OR (m.ts = :ats AND m.id < :aid))`
+		args = append(args, sql.Named("ats", after.TS), sql.Named("aid", after.ID))
 	}
 	var todo []*Entry
-	err := mb.query(ctx, q+` ORDER BY m.ts DESC LIMIT :limit`, args, func(e *Entry) error { todo = append(todo, e); return nil })
+	err := mb.query(ctx, q+` ORDER BY m.ts DESC, m.id DESC LIMIT :limit`, args, func(e *Entry) error { todo = append(todo, e); return nil })
 	if err != nil || len(todo) == 0 {
-		return 0, err
+		return 0, nil, err
+	}
+	var next *Key
+	if len(todo) == limit {
+		k := KeyOf(todo[len(todo)-1])
+		next = &k
 	}
 	texts := make([]SearchText, len(todo))
 	for i, e := range todo {
@@ -78,9 +88,9 @@ func (mb *Mailbox) IndexSearch(ctx context.Context, ids []string, limit int, tex
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("mailbox: search index: %w", err)
+		return 0, nil, fmt.Errorf("mailbox: search index: %w", err)
 	}
-	return len(todo), nil
+	return len(todo), next, nil
 }
 
 // SearchBacklog returns how many inbound messages the search index lacks

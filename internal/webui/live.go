@@ -3,8 +3,10 @@ package webui
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,7 +195,9 @@ func (h *hub) indexer(ctx context.Context) {
 	scan := true
 	for {
 		if scan {
-			for h.indexSearch(ctx, nil) == searchBatch && ctx.Err() == nil {
+			var at *mailbox.Key
+			for first := true; (first || at != nil) && ctx.Err() == nil; first = false {
+				_, at = h.indexSearch(ctx, nil, at)
 			}
 		}
 		select {
@@ -208,30 +212,48 @@ func (h *hub) indexer(ctx context.Context) {
 		scan = all
 		for len(ids) > 0 && ctx.Err() == nil {
 			n := min(len(ids), searchBatch)
-			h.indexSearch(ctx, ids[:n])
+			h.indexSearch(ctx, ids[:n], nil)
 			ids = ids[n:]
 		}
 	}
 }
 
 // indexSearch adds a batch to the search index, of ids or (nil) the
-// newest messages it lacks; it returns how many.
-func (h *hub) indexSearch(ctx context.Context, ids []string) int {
-	n, err := h.mb.IndexSearch(ctx, ids, searchBatch, func(e *mailbox.Entry) (mailbox.SearchText, error) {
-		m, _, err := h.mb.Message(ctx, e.ID)
-		if err != nil {
-			return mailbox.SearchText{}, err
-		}
-		body := m.Body
-		if body == "" {
-			body = string(m.Content.Text)
-		}
-		return mailbox.SearchText{Subject: m.Session.Name, Body: body}, nil
-	})
+// newest messages it lacks before at; it returns how many, and where a
+// scan goes on.
+func (h *hub) indexSearch(ctx context.Context, ids []string, at *mailbox.Key) (int, *mailbox.Key) {
+	n, next, err := h.mb.IndexSearch(ctx, ids, at, searchBatch, h.searchText(ctx))
 	if err != nil && ctx.Err() == nil {
 		h.log.Warn("web viewer: search index", "err", err)
 	}
-	return n
+	return n, next
+}
+
+// maxIndexed bounds what is read of a file for its text.
+const maxIndexed = 256 << 10
+
+// searchText is a message's subject (from its entry) and text (its file's
+// body, after the front matter): no YAML is decoded, which is most of the
+// cost of indexing 100,000 messages.
+func (h *hub) searchText(ctx context.Context) func(e *mailbox.Entry) (mailbox.SearchText, error) {
+	return func(e *mailbox.Entry) (mailbox.SearchText, error) {
+		f, _, err := h.mb.OpenFile(ctx, e.ID)
+		if err != nil {
+			return mailbox.SearchText{}, err
+		}
+		defer f.Close()
+		raw, err := io.ReadAll(io.LimitReader(f, maxIndexed))
+		if err != nil {
+			return mailbox.SearchText{}, err
+		}
+		body := string(raw)
+		if rest, ok := strings.CutPrefix(body, "---\n"); ok {
+			if i := strings.Index(rest, "\n---\n"); i >= 0 {
+				body = rest[i+5:]
+			}
+		}
+		return mailbox.SearchText{Subject: e.Session.Name, Body: body}, nil
+	}
 }
 
 // events is GET /ui/events: the live feed as Server-Sent Events.

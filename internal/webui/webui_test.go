@@ -325,7 +325,7 @@ func TestInboxPagesFiltersSearch(t *testing.T) {
 		}
 	}
 	// The hub indexes for search.
-	f.s.hub.indexSearch(context.Background(), nil)
+	f.s.hub.indexSearch(context.Background(), nil, nil)
 	_, body = get(t, c, f.srv.URL+"/ui/?q=apple")
 	want := []string{}
 	for i := len(msgs) - 1; i >= 0; i-- {
