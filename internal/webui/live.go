@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/monoco/courier/mailbox"
@@ -44,6 +45,9 @@ type hub struct {
 	index  chan struct{}
 	fresh  []string
 	rescan bool
+	// caughtUp is set once the indexer's scan at start is done: until
+	// then a search finds only part of the mailbox.
+	caughtUp atomic.Bool
 }
 
 func newHub(mb *mailbox.Mailbox, poll time.Duration, log *slog.Logger) *hub {
@@ -196,9 +200,11 @@ func (h *hub) indexer(ctx context.Context) {
 	for {
 		if scan {
 			var at *mailbox.Key
+			h.caughtUp.Store(false)
 			for first := true; (first || at != nil) && ctx.Err() == nil; first = false {
 				_, at = h.indexSearch(ctx, nil, at)
 			}
+			h.caughtUp.Store(ctx.Err() == nil)
 		}
 		select {
 		case <-ctx.Done():

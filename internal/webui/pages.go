@@ -118,7 +118,8 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ *session) {
 		q.Set("after", strconv.FormatInt(next.TS, 10)+"."+next.ID)
 		d.Next = template.URL("/ui/?" + q.Encode())
 	}
-	if d.Query != "" {
+	if d.Query != "" && !s.hub.caughtUp.Load() {
+		// Counting is a scan of the index: only while it is being built.
 		d.Backlog, _ = s.opts.Mailbox.SearchBacklog(r.Context())
 	}
 	s.page(w, r, http.StatusOK, "inbox", pageData{Title: "Inbox", Inbox: d})
