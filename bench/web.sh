@@ -4,8 +4,8 @@
 # first, one 20 pages deep, a filtered one) and search, p50 and p99 of the
 # time to the last byte on loopback, beside `courier list --limit 50` over
 # the same mailbox; how long the service takes to fill the search index;
-# and the time from a mail's durable file (the SMTP receiver's 250) to its
-# Server-Sent Event in /ui/events. The benchmark is Go code in
+# and the time from a mail handed to the SMTP receiver (which makes the
+# file durable before its 250) to its Server-Sent Event in /ui/events. The benchmark is Go code in
 # bench/webbench.
 #
 # Usage: bench/web.sh [N]        (default 100000; REQUESTS=200, LIVE=100)

@@ -124,8 +124,10 @@ func BenchmarkWebViewer(b *testing.B) {
 	live(b, c, base, recv)
 }
 
-// live measures the time from the 250 of the SMTP receiver (the file is
-// durable and indexed) to the event in /ui/events.
+// live measures the time from a mail handed to the SMTP receiver to its
+// event in /ui/events: the receiver makes the file durable before its
+// 250, so this bounds the time from the durable file to the browser from
+// above (the event often arrives before SendMail has said QUIT).
 func live(b *testing.B, c *http.Client, base, recv string) {
 	resp, err := c.Get(base + "/ui/events")
 	if err != nil {
@@ -145,13 +147,13 @@ func live(b *testing.B, c *http.Client, base, recv string) {
 	for i := range *liveFlag {
 		msg := fmt.Sprintf("From: ann@example.com\r\nTo: agent@example.com\r\nSubject: live %d\r\nMessage-ID: <live%d-%d@example.com>\r\nDate: %s\r\n\r\nhello\r\n",
 			i, i, time.Now().UnixNano(), time.Now().Format(time.RFC1123Z))
+		sent := time.Now()
 		if err := smtp.SendMail(recv, nil, "ann@example.com", []string{"agent@example.com"}, []byte(msg)); err != nil {
 			b.Fatal(err)
 		}
-		durable := time.Now()
 		select {
 		case at := <-events:
-			ds = append(ds, max(at.Sub(durable), 0))
+			ds = append(ds, at.Sub(sent))
 		case <-time.After(5 * time.Second):
 			b.Fatalf("no event for mail %d in 5 s", i)
 		}
@@ -161,5 +163,5 @@ func live(b *testing.B, c *http.Client, base, recv string) {
 	if p99 > 3*time.Second {
 		met = "no"
 	}
-	benchutil.Report(b, "durable file (SMTP 250) → SSE event", "p50 "+benchutil.Ms(p50)+", p99 "+benchutil.Ms(p99), "", "", "p99 < 3 s", met)
+	benchutil.Report(b, "mail handed to SMTP (durable at its 250) → SSE event", "p50 "+benchutil.Ms(p50)+", p99 "+benchutil.Ms(p99), "", "", "p99 < 3 s", met)
 }
