@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os/exec"
 
@@ -32,7 +33,10 @@ cookie when opened. The viewer is served on courier.http.listen under /ui/.`,
 			}
 			path := cfg.SocketPath(a.root)
 			conn, err := agentapi.Dial(cmd.Context(), path)
-			if err != nil {
+			switch {
+			case errors.Is(err, fs.ErrPermission):
+				return fault.Errorf(fault.NoPermission, "courier web: %v: only the service's user (or root) may open the web viewer", err)
+			case err != nil:
 				return fault.Errorf(fault.NoService, "courier web needs the service running: %v (start it with `courier start` or systemctl start courier)", err)
 			}
 			defer conn.Close()
