@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"unicode"
 )
@@ -123,3 +124,8 @@ func MatchQuery(words string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// OpenPath opens a file of the mailbox by its path relative to the
+// workspace (an Entry's Path), confined as OpenFile is: what the indexer
+// reads with the entry in hand, without looking it up again.
+func (mb *Mailbox) OpenPath(rel string) (*os.File, error) { return mb.fs.openFile(mb.Abs(rel)) }

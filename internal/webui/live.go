@@ -243,7 +243,7 @@ const maxIndexed = 256 << 10
 // cost of indexing 100,000 messages.
 func (h *hub) searchText(ctx context.Context) func(e *mailbox.Entry) (mailbox.SearchText, error) {
 	return func(e *mailbox.Entry) (mailbox.SearchText, error) {
-		f, _, err := h.mb.OpenFile(ctx, e.ID)
+		f, err := h.mb.OpenPath(e.Path)
 		if err != nil {
 			return mailbox.SearchText{}, err
 		}
