@@ -319,7 +319,7 @@ func scanWork(best map[string]found, indexed map[string]string, full bool) (todo
 // rebuild) or of those whose file is gone.
 func dropRows(ctx context.Context, tx *sql.Tx, full bool, gone []string) error {
 	if full {
-		for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`} {
+		for _, q := range []string{`DELETE FROM messages`, `DELETE FROM keys`, dropSearch} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}

@@ -21,12 +21,13 @@ import (
 	"github.com/monoco/courier/internal/mcpserver"
 	"github.com/monoco/courier/internal/providers"
 	"github.com/monoco/courier/internal/service"
+	"github.com/monoco/courier/internal/webui"
 	"github.com/monoco/courier/mailbox"
 )
 
 // serviceCommands are the commands of the running service.
 func (a *app) serviceCommands() []*cobra.Command {
-	return []*cobra.Command{a.serveCommand(), a.statusCommand(), a.doctorCommand(), a.fetchCommand(), a.reloadCommand()}
+	return []*cobra.Command{a.serveCommand(), a.statusCommand(), a.doctorCommand(), a.fetchCommand(), a.reloadCommand(), a.webCommand()}
 }
 
 type logFlags struct{ format, level, file string }
@@ -174,8 +175,16 @@ func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	socket, _ := agents.Socket(a.root, b, log)
-	serveHTTP := func(h http.Handler) service.Component { return service.HTTPComponent(cfg.Courier.HTTP.Listen, h, log) }
+	socket, sock := agents.Socket(a.root, b, log)
+	web, err := webui.New(webui.Options{Mailbox: mb, Dropzone: a.dz, Operator: b, Approver: b, Logger: log})
+	if err != nil {
+		b.Close()
+		return nil, nil, nil, err
+	}
+	sock.ServeLogin(web)
+	serveHTTP := func(h http.Handler) service.Component {
+		return service.HTTPComponent(cfg.Courier.HTTP.Listen, web.Mount(h), log)
+	}
 	if cfg.Courier.MCP.Enabled() {
 		mlog := log.With("component", "mcp")
 		s := mcpserver.New(mcpserver.Options{Mailbox: mb, Dropzone: a.dz, Backend: b, Caller: mcpserver.HTTPCaller, Version: service.Version(), Logger: mlog})
@@ -185,10 +194,10 @@ func (a *app) assemble(cfg *config.Config, set providers.Set, mb *mailbox.Mailbo
 			return nil, nil, nil, err
 		}
 		serveHTTP = func(next http.Handler) service.Component {
-			return h.Around(service.HTTPComponent(cfg.Courier.HTTP.Listen, h.Mount(next), log))
+			return h.Around(service.HTTPComponent(cfg.Courier.HTTP.Listen, web.Mount(h.Mount(next)), log))
 		}
 	}
-	svc, lt := service.Assemble(cfg, set, mb, a.dz, log, serveHTTP, socket)
+	svc, lt := service.Assemble(cfg, set, mb, a.dz, log, serveHTTP, socket, service.Component{Name: "web viewer", Start: web.Start, Stop: web.Stop})
 	b.Wake = svc.Engine.Wake
 	return svc, lt, b, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/monoco/courier/internal/netgate"
@@ -62,6 +63,8 @@ type Server struct {
 	gate *netgate.Gate
 	done chan struct{}
 	sock os.FileInfo // the socket Start made, so Stop removes that one only
+	// login answers /v1/web/login once ServeLogin has set it (weblogin.go).
+	login atomic.Pointer[issuerBox]
 }
 
 // New returns a Server; it does no I/O.
@@ -246,6 +249,7 @@ func (s *Server) handler() http.Handler {
 		}
 	})
 	mux.HandleFunc("POST /v1/send", s.send)
+	mux.HandleFunc("POST /v1/web/login", s.webLogin)
 	if op, ok := s.opts.Backend.(Operator); ok {
 		mux.HandleFunc("POST /v1/outbound", func(w http.ResponseWriter, r *http.Request) {
 			var req OutboundRequest

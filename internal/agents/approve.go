@@ -126,3 +126,14 @@ func AwaitingNote(res *agentapi.SendResult) string {
 	}
 	return " (awaiting approval: it is sent once a person approves it)"
 }
+
+// MayApprove says whether c is listed in courier.outbound.approvers (by
+// user or group): the web viewer lets such a user in, to approve and
+// reject. An MCP client never is.
+func (b *Backend) MayApprove(c agentapi.Caller) bool {
+	if c.UID == mcpUID {
+		return false
+	}
+	// A draft id and agent no one has: only the listing is checked.
+	return approval.Check(&b.Config.Courier.Outbound.Approvers, approval.PeerIdentity(c.UID, c.GID, c.User), "", "\x00") == nil
+}

@@ -1,0 +1,35 @@
+// The live feed: each event of /ui/events reloads the page's content in
+// place (the page works without this script; it is then only static).
+"use strict";
+(function () {
+  if (!document.body || document.body.dataset.live !== "on" || !window.EventSource) return;
+  var state = document.getElementById("live-state");
+  var pending = false;
+  function reload() {
+    // A message does not change; its page keeps the reader's place.
+    if (pending || location.pathname.indexOf("/ui/message/") === 0) return;
+    pending = true;
+    setTimeout(function () {
+      fetch(location.pathname.indexOf("/ui/outbound/") === 0 ? "/ui/outbound" : location.href, { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          pending = false;
+          if (!html) return;
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var fresh = doc.getElementById("main"), main = document.getElementById("main");
+          if (fresh && main) main.replaceWith(document.importNode(fresh, true));
+          window.courierUpdates = (window.courierUpdates || 0) + 1;
+        })
+        .catch(function () { pending = false; });
+    }, 100);
+  }
+  var es = new EventSource("/ui/events");
+  es.onopen = function () { if (state) state.textContent = "live"; };
+  es.onerror = function () { if (state) state.textContent = "reconnecting…"; };
+  ["inbound", "delivered", "dead", "state"].forEach(function (kind) {
+    es.addEventListener(kind, function (e) {
+      window.courierLastEvent = { kind: kind, id: e.data, at: Date.now() };
+      reload();
+    });
+  });
+})();
