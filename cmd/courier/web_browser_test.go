@@ -21,7 +21,9 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
 
@@ -231,4 +233,44 @@ func TestWebViewerInBrowser(t *testing.T) {
 			t.Fatalf("a cross-site POST requeued the draft (the page said %q): %s", text, out)
 		}
 	})
+}
+
+// A person approves a held reply by clicking, and it reaches the SMTP
+// peer, once, with who approved it on the archived draft; another,
+// rejected with a reason typed in the page, never does and is
+// dead-lettered with that reason.
+func TestWebApproveInBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	me := agents.UserName()
+	sink := testutil.StartSMTPSink(t, nil)
+	ws, web := outboundWS(t, sink, fmt.Sprintf("approval: all, approvers: {users: [%s]}", me))
+	startServe(t, ws, web)
+	ok := sendAs(t, ws, "bot", "ann@example.com")
+	no := sendAs(t, ws, "bot", "zed@example.com")
+	out, e, code := cli(t, ws, "", "web")
+	if code != 0 {
+		t.Fatalf("courier web: %d %s", code, e)
+	}
+	browse(t, ctx, 20*time.Second, "log in", chromedp.Navigate(strings.TrimSpace(out)), chromedp.WaitVisible(`body`))
+	row := func(id string) string { return fmt.Sprintf(`tr[data-id=%q]`, id) }
+	browse(t, ctx, 20*time.Second, "approve", chromedp.Navigate("http://"+web+"/ui/outbound"),
+		chromedp.WaitVisible(row(ok)+`[data-status="awaiting_approval"] button.verb-approve`),
+		chromedp.Click(row(ok)+` button.verb-approve`), chromedp.WaitVisible(`#notice`))
+	testutil.WaitFor(t, 20*time.Second, "the approved reply at the peer", func() bool { return len(sink.Messages(t)) > 0 })
+	testutil.WaitFor(t, 20*time.Second, "the approved reply archived", func() bool { return outList(t, ws)[ok].Status == "" })
+	if a := filedDraft(t, ws, "archive", ok).Delivery.Approval; a == nil || a.Status != schema.ApprovalApproved || a.By != me {
+		t.Errorf("the archived approval: %+v", a)
+	}
+	browse(t, ctx, 20*time.Second, "reject", chromedp.Navigate("http://"+web+"/ui/outbound"),
+		chromedp.WaitVisible(row(no)+` button.verb-reject`),
+		chromedp.SendKeys(row(no)+` input[name="reason"]`, "not to this customer"),
+		chromedp.Click(row(no)+` button.verb-reject`), chromedp.WaitVisible(`#notice`))
+	testutil.WaitFor(t, 20*time.Second, "the rejected reply dead", func() bool { return outList(t, ws)[no].Status == mailbox.OutDead })
+	if r := outList(t, ws)[no].Reason; !strings.Contains(r, "not to this customer") {
+		t.Errorf("the rejected reply's reason: %q", r)
+	}
+	time.Sleep(1500 * time.Millisecond) // past a rescan: nothing more goes out
+	if msgs := sink.Messages(t); len(msgs) != 1 {
+		t.Errorf("the peer got %d messages, want the approved one only", len(msgs))
+	}
 }

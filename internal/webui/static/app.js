@@ -4,10 +4,28 @@
 (function () {
   if (!document.body || document.body.dataset.live !== "on" || !window.EventSource) return;
   var state = document.getElementById("live-state");
-  var pending = false;
+  var pending = false, deferred = false;
+  // busy: the person is typing in the page (a field has the focus, or
+  // holds text it did not come with, as a reject's reason): an update
+  // waits until they leave it, rather than wipe what they wrote.
+  function busy() {
+    var main = document.getElementById("main");
+    if (!main) return false;
+    var a = document.activeElement;
+    if (a && main.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName)) return true;
+    var fields = main.querySelectorAll("input, textarea");
+    for (var i = 0; i < fields.length; i++) {
+      if (fields[i].type !== "hidden" && fields[i].value !== fields[i].defaultValue) return true;
+    }
+    return false;
+  }
+  document.addEventListener("focusout", function () {
+    setTimeout(function () { if (deferred && !busy()) { deferred = false; reload(); } }, 0);
+  });
   function reload() {
     // A message does not change; its page keeps the reader's place.
     if (pending || location.pathname.indexOf("/ui/message/") === 0) return;
+    if (busy()) { deferred = true; return; }
     pending = true;
     setTimeout(function () {
       fetch(location.pathname.indexOf("/ui/outbound/") === 0 ? "/ui/outbound" : location.href, { credentials: "same-origin" })
@@ -17,6 +35,7 @@
           if (!html) return;
           var doc = new DOMParser().parseFromString(html, "text/html");
           var fresh = doc.getElementById("main"), main = document.getElementById("main");
+          if (busy()) { deferred = true; return; }
           if (fresh && main) main.replaceWith(document.importNode(fresh, true));
           window.courierUpdates = (window.courierUpdates || 0) + 1;
         })
