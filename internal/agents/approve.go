@@ -134,6 +134,5 @@ func (b *Backend) MayApprove(c agentapi.Caller) bool {
 	if c.UID == mcpUID {
 		return false
 	}
-	// A draft id and agent no one has: only the listing is checked.
-	return approval.Check(&b.Config.Courier.Outbound.Approvers, approval.PeerIdentity(c.UID, c.GID, c.User), "", "\x00") == nil
+	return approval.Listed(&b.Config.Courier.Outbound.Approvers, approval.PeerIdentity(c.UID, c.GID, c.User))
 }

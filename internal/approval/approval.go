@@ -147,17 +147,22 @@ func groupNames(gids []string) []string {
 	return out
 }
 
+// Listed says whether approvers names who, as a user or through a group.
+func Listed(a *config.Approvers, who Identity) bool {
+	listed := slices.Contains(a.Users, who.User)
+	for _, g := range who.Groups {
+		listed = listed || slices.Contains(a.Groups, g)
+	}
+	return listed
+}
+
 // Check says whether who may approve or reject a draft its agent queued:
 // who must be listed in approvers (as a user, or through a group), and
 // the draft must not be one of its own agents' (agent is who's user name
 // or "<name>@<user>", as the outbound verbs' rule names them). A refusal
 // is a fault.NoPermission error (exit 77).
 func Check(a *config.Approvers, who Identity, id, agent string) error {
-	listed := slices.Contains(a.Users, who.User)
-	for _, g := range who.Groups {
-		listed = listed || slices.Contains(a.Groups, g)
-	}
-	if !listed {
+	if !Listed(a, who) {
 		return fault.Errorf(fault.NoPermission, "approval: user %s may not approve or reject drafts: it is not in courier.outbound.approvers (users %v, groups %v)", who.User, a.Users, a.Groups)
 	}
 	if agent == who.User || strings.HasSuffix(agent, "@"+who.User) {
