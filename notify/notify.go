@@ -781,8 +781,6 @@ func (h *hookState) remove(items []*item) {
 func (r *Runner) bury(h *hookState, items []*item, attempts int, cause error, seqs []any, in string, now time.Time) {
 	ctx := context.Background()
 	msg := oneLine(cause.Error(), 500)
-	r.log.Error("notify: hook call set aside in its dead letters (notify_dead); its thread goes on", "hook", h.Name,
-		"id", items[len(items)-1].id, "events", len(items), "attempts", attempts, "err", msg)
 	args := append([]any{attempts, msg, now.UnixNano()}, seqs...)
 	err := withTx(ctx, r.mb.DB(), func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO notify_dead (hook, seq, kind, id, lane, attempts, last_error, queued_at, dead_at)
@@ -796,6 +794,9 @@ func (r *Runner) bury(h *hookState, items []*item, attempts int, cause error, se
 		// Kept in memory as set aside; the rows run again after a restart.
 		r.log.Error("notify: recording a call set aside", "hook", h.Name, "err", err)
 	}
+	// Said once it is so: `courier status` and `hooks retry` see the row.
+	r.log.Error("notify: hook call set aside in its dead letters (notify_dead); its thread goes on", "hook", h.Name,
+		"id", items[len(items)-1].id, "events", len(items), "attempts", attempts, "err", msg)
 	h.remove(items)
 }
 
