@@ -1,7 +1,6 @@
 package dropzone
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -65,7 +64,8 @@ type Store struct {
 	mu   sync.Mutex
 	live map[string]struct{} // temp names of open batches, spared by RecoverTemp
 
-	dirs sync.Map // fan-out directories known to exist: string -> struct{}
+	fds    dirFDs     // the directories kept open (fds.go)
+	shared sharedLock // the sweep lock, taken shared (fds.go)
 
 	// verified holds the objects this Store found intact (hashed) and
 	// marked in use, by id: their stamp then. An object whose stamp has
@@ -133,6 +133,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 // Close releases the Store's directory handle. Batches not yet committed
 // cannot be committed afterwards.
 func (s *Store) Close() error {
+	s.closeDirs()
+	s.closeShared()
 	if err := s.root.Close(); err != nil {
 		return fmt.Errorf("dropzone: %w", err)
 	}
@@ -508,12 +510,12 @@ func (s *Store) readHead(r io.Reader, buf []byte, name string) (head []byte, eof
 
 // writeTemp writes data to a new temporary file and returns its name.
 func (s *Store) writeTemp(data []byte) (string, error) {
-	tmp, f, err := s.createTemp()
+	tmp, fd, err := s.createTempFD()
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
+	err = writeAll(fd, data)
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -617,29 +619,9 @@ func (s *Store) openRegular(name, id string) (*os.File, error) {
 
 // openStat is openRegular, with the open file's status.
 func (s *Store) openStat(name, id string) (*os.File, *unix.Stat_t, error) {
-	d, err := s.root.Open(path.Dir(name))
+	fd, st, err := s.openStatFD(name, id)
 	if err != nil {
-		return nil, nil, s.lookupErr(id, err)
-	}
-	fd, err := unix.Openat(int(d.Fd()), path.Base(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Openat(int(d.Fd()), path.Base(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	}
-	d.Close()
-	switch {
-	case err == unix.ELOOP:
-		return nil, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
-	case err != nil:
-		return nil, nil, s.lookupErr(id, &fs.PathError{Op: "open", Path: name, Err: err})
-	}
-	st := new(unix.Stat_t)
-	if err := unix.Fstat(fd, st); err != nil {
-		unix.Close(fd)
-		return nil, nil, fmt.Errorf("dropzone: %s: %w", id, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+		return nil, nil, err
 	}
 	// Back to blocking reads: O_NONBLOCK only kept a FIFO from hanging
 	// the open.
@@ -648,6 +630,29 @@ func (s *Store) openStat(name, id string) (*os.File, *unix.Stat_t, error) {
 		return nil, nil, fmt.Errorf("dropzone: %s: %w", id, err)
 	}
 	return os.NewFile(uintptr(fd), path.Join(s.dir, name)), st, nil
+}
+
+// openStatFD opens name read-only in its directory's kept handle (fds.go)
+// with O_NOFOLLOW and O_NONBLOCK, and refuses anything but a regular
+// file, checked on the descriptor opened (fstat); the caller closes it.
+func (s *Store) openStatFD(name, id string) (int, *unix.Stat_t, error) {
+	fd, err := s.openAt(name)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return -1, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+	case err != nil:
+		return -1, nil, s.lookupErr(id, err)
+	}
+	st := new(unix.Stat_t)
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("dropzone: %s: %w", id, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("dropzone: %s: not a regular file", id)
+	}
+	return fd, st, nil
 }
 
 // stamp is what tells one state of a file from another without reading
@@ -664,15 +669,34 @@ func stampOf(st *unix.Stat_t) stamp {
 	return stamp{ino: st.Ino, size: st.Size, ctime: st.Ctim}
 }
 
-// hashes reports whether f's content hashes to o's id (and is o's size).
-func hashes(f *os.File, o Object) bool {
+// hashesFD reports whether the content of fd, read from its current
+// offset, hashes to o's id (and is o's size).
+func hashesFD(fd int, o Object) bool {
 	h := sha256.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	if n, err := io.CopyBuffer(h, io.LimitReader(f, o.Size+1), *bp); err != nil || n != o.Size {
+	if n, err := io.CopyBuffer(h, io.LimitReader(fdReader(fd), o.Size+1), *bp); err != nil || n != o.Size {
 		return false
 	}
 	return idPrefix+hex.EncodeToString(h.Sum(nil)) == o.ID
+}
+
+// fdReader reads a descriptor the caller owns.
+type fdReader int
+
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(r), p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
 
 // stored reports whether a regular file of o's size is at o's final path.
@@ -685,25 +709,17 @@ func (s *Store) stored(o Object) bool {
 // as live. The file is created read-only (the descriptor returned is still
 // writable), so sealing it at Commit needs no chmod.
 func (s *Store) createTemp() (string, *os.File, error) {
-	for range 10 {
-		name := tmpDir + "/" + tmpPrefix + rand.Text()
-		f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, objectPerm)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", nil, fmt.Errorf("dropzone: create temp: %w", err)
-		}
-		s.mu.Lock()
-		s.live[name] = struct{}{}
-		s.mu.Unlock()
-		return name, f, nil
+	name, fd, err := s.createTempFD()
+	if err != nil {
+		return "", nil, err
 	}
-	return "", nil, errors.New("dropzone: create temp: no unused name")
+	return name, os.NewFile(uintptr(fd), path.Join(s.dir, name)), nil
 }
 
 func (s *Store) removeTemp(name string) {
-	s.root.Remove(name)
+	if dfd, err := s.dirFD(path.Dir(name)); err == nil {
+		unix.Unlinkat(dfd, path.Base(name), 0)
+	}
 	s.forget(name)
 }
 
@@ -822,12 +838,11 @@ const syncfsThreshold = 16
 
 // syncFS makes everything written to the dropzone's file system durable.
 func (s *Store) syncFS() error {
-	d, err := s.root.Open(".")
+	fd, err := s.dirFD(".")
 	if err != nil {
 		return fmt.Errorf("dropzone: commit: %w", err)
 	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
+	if err := unix.Syncfs(fd); err != nil {
 		return fmt.Errorf("dropzone: commit: syncfs: %w", err)
 	}
 	return nil
@@ -838,16 +853,16 @@ func (s *Store) sealTemp(name string, sync bool) error {
 	if !sync {
 		return nil
 	}
-	f, err := s.root.Open(name)
+	fd, err := s.openAt(name)
 	if err != nil {
 		return fmt.Errorf("dropzone: commit: %w", err)
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
+	err = unix.Fsync(fd)
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("dropzone: commit: %w", err)
+		return fmt.Errorf("dropzone: commit: fsync %s: %w", name, err)
 	}
 	return nil
 }
@@ -857,40 +872,17 @@ func (s *Store) sealTemp(name string, sync bool) error {
 // Renaming over an identical file another batch placed meanwhile is fine:
 // it holds the same bytes, and rename is atomic.
 func (s *Store) place(it *item, touched map[string]struct{}) error {
-	dir := path.Dir(it.obj.Path)
-	if _, ok := s.dirs.Load(dir); ok {
-		// The usual case once the store has filled: one rename, no mkdir.
-		err := s.root.Rename(it.tmp, it.obj.Path)
-		if err == nil {
-			s.forget(it.tmp)
-			return nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return s.renameFailed(it, err)
-		}
-		s.dirs.Delete(dir) // removed behind our back: make it again
-	}
-	created, err := s.mkdir(dir, dirPerm)
-	if errors.Is(err, fs.ErrNotExist) {
-		// sha256/ itself went missing: recreate it.
-		var c bool
-		if c, err = s.mkdir(objectsDir, dirPerm); err == nil {
-			if c {
-				touched["."] = struct{}{}
-			}
-			created, err = s.mkdir(dir, dirPerm)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("dropzone: commit %s: %w", it.obj.ID, err)
-	}
+	created, err := s.renameInto(it.tmp, it.obj.Path)
 	if created {
 		touched[objectsDir] = struct{}{}
 	}
-	if err := s.root.Rename(it.tmp, it.obj.Path); err != nil {
-		return s.renameFailed(it, err)
+	if err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			return s.renameFailed(it, err)
+		}
+		return fmt.Errorf("dropzone: commit %s: %w", it.obj.ID, err)
 	}
-	s.dirs.Store(dir, struct{}{})
 	s.forget(it.tmp)
 	return nil
 }

@@ -1100,11 +1100,11 @@ func TestBatchOpenSymlinkTemp(t *testing.T) {
 	}
 }
 
-// TestObjectTreeRemovedWhileOpen removes sha256/ under a Store that has
-// already placed objects (and so knows their fan-out directories exist),
+// TestObjectTreeRemovedWhileOpen removes sha256/ and .tmp/ under a Store
+// that has already placed objects (and so keeps their directories open),
 // then stores the same content again, in a small batch and in one large
 // enough for the bulk path: the directories must be made again, not
-// assumed.
+// assumed, and the objects must land in them, not in the removed ones.
 func TestObjectTreeRemovedWhileOpen(t *testing.T) {
 	s, dir := open(t, nil)
 	var data [][]byte
@@ -1125,13 +1125,19 @@ func TestObjectTreeRemovedWhileOpen(t *testing.T) {
 	}
 	for _, items := range [][][]byte{data[:2], data} {
 		put(items)
-		if err := os.RemoveAll(filepath.Join(dir, "sha256")); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{"sha256", ".tmp"} {
+			if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		put(items)
 		for _, d := range items {
 			if got := readObject(t, s, idOf(d)); !bytes.Equal(got, d) {
 				t.Fatalf("%s: content %q, want %q", idOf(d), got, d)
+			}
+			h := strings.TrimPrefix(idOf(d), "sha256:")
+			if got, err := os.ReadFile(filepath.Join(dir, "sha256", h[:2], h)); !bytes.Equal(got, d) {
+				t.Fatalf("%s at its path: %q (%v), want %q", idOf(d), got, err, d)
 			}
 		}
 		checkNoTemp(t, dir)

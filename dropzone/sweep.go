@@ -27,17 +27,14 @@ import (
 // releases it. ok is false when it cannot be had: the caller then acts
 // as if the object were not stored.
 func (s *Store) lock(how int) (unlock func(), ok bool) {
+	if how == unix.LOCK_SH {
+		return s.lockShared()
+	}
 	f, err := s.root.Open(".") // a descriptor of its own: flock is per open file
 	if err != nil {
 		return nil, false
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if !flock(f, how) {
 		f.Close()
 		return nil, false
 	}
@@ -65,25 +62,25 @@ func (s *Store) reuse(o Object) bool {
 		return false
 	}
 	defer unlock()
-	f, st, err := s.openStat(o.Path, o.ID)
+	fd, st, err := s.openStatFD(o.Path, o.ID)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	if st.Size != o.Size {
 		return false
 	}
 	if v, ok := s.verified.Load(o.ID); !ok || v.(stamp) != stampOf(st) {
-		if !hashes(f, o) {
+		if !hashesFD(fd, o) {
 			return false
 		}
 	}
 	// Marked in use through the open file: the one just checked. A nil
 	// time sets both times to now, which the owner (or a writer) may do.
-	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, f.Fd(), 0, 0, 0, 0, 0); e != 0 {
+	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, 0, 0, 0, 0); e != 0 {
 		return false
 	}
-	if unix.Fstat(int(f.Fd()), st) == nil {
+	if unix.Fstat(fd, st) == nil {
 		s.verified.Store(o.ID, stampOf(st))
 	}
 	return true
