@@ -717,9 +717,7 @@ func (s *Store) createTemp() (string, *os.File, error) {
 }
 
 func (s *Store) removeTemp(name string) {
-	if dfd, err := s.dirFD(path.Dir(name)); err == nil {
-		unix.Unlinkat(dfd, path.Base(name), 0)
-	}
+	s.inDirs(func(d ...int) error { return unix.Unlinkat(d[0], path.Base(name), 0) }, path.Dir(name))
 	s.forget(name)
 }
 
@@ -838,11 +836,7 @@ const syncfsThreshold = 16
 
 // syncFS makes everything written to the dropzone's file system durable.
 func (s *Store) syncFS() error {
-	fd, err := s.dirFD(".")
-	if err != nil {
-		return fmt.Errorf("dropzone: commit: %w", err)
-	}
-	if err := unix.Syncfs(fd); err != nil {
+	if err := s.inDirs(func(d ...int) error { return unix.Syncfs(d[0]) }, "."); err != nil {
 		return fmt.Errorf("dropzone: commit: syncfs: %w", err)
 	}
 	return nil

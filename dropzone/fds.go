@@ -26,19 +26,42 @@ import (
 // them) answers ENOENT to every lookup, create and rename in it, as a
 // removed directory does: the caller then forgets the handle, makes the
 // directory again and retries once. A handle forgotten is not closed
-// until the Store is (another goroutine may be using its number).
+// until the Store is (another goroutine may be using its number), and
+// Close waits for the calls using handles (use): a number closed under a
+// call could be another file's by the time the call uses it.
 type dirFDs struct {
-	mu      sync.Mutex
+	use     sync.RWMutex // held shared by a call using handles, exclusively by Close
+	mu      sync.Mutex   // guards the fields below
 	open    map[string]*os.File
 	retired []*os.File
+	closed  bool
 }
 
-// dirFD returns the open directory name, opening it through the root the
-// first time. A missing directory is an error wrapping fs.ErrNotExist and
-// is not remembered.
+// inDirs calls f with the kept handles of the directories names, under
+// the shared hold that keeps Close from closing them meanwhile. A missing
+// directory is an error wrapping fs.ErrNotExist and is not remembered.
+func (s *Store) inDirs(f func(fds ...int) error, names ...string) error {
+	s.fds.use.RLock()
+	defer s.fds.use.RUnlock()
+	fds := make([]int, len(names))
+	for i, name := range names {
+		fd, err := s.dirFD(name)
+		if err != nil {
+			return err
+		}
+		fds[i] = fd
+	}
+	return f(fds...)
+}
+
+// dirFD returns the kept handle of the directory name, opening it through
+// the root the first time. The caller holds s.fds.use shared.
 func (s *Store) dirFD(name string) (int, error) {
 	s.fds.mu.Lock()
 	defer s.fds.mu.Unlock()
+	if s.fds.closed {
+		return -1, fmt.Errorf("dropzone: %w", os.ErrClosed)
+	}
 	if f, ok := s.fds.open[name]; ok {
 		return int(f.Fd()), nil
 	}
@@ -58,7 +81,7 @@ func (s *Store) dirFD(name string) (int, error) {
 }
 
 // forgetDir drops the handle of name, which answered ENOENT: the next
-// dirFD opens the directory again.
+// call opens the directory again.
 func (s *Store) forgetDir(name string) {
 	s.fds.mu.Lock()
 	defer s.fds.mu.Unlock()
@@ -68,8 +91,10 @@ func (s *Store) forgetDir(name string) {
 	}
 }
 
-// closeDirs closes every handle, at Store.Close.
+// closeDirs closes every handle once no call uses them, at Store.Close.
 func (s *Store) closeDirs() {
+	s.fds.use.Lock()
+	defer s.fds.use.Unlock()
 	s.fds.mu.Lock()
 	defer s.fds.mu.Unlock()
 	for _, f := range s.fds.open {
@@ -78,23 +103,27 @@ func (s *Store) closeDirs() {
 	for _, f := range s.fds.retired {
 		f.Close()
 	}
-	s.fds.open, s.fds.retired = nil, nil
+	s.fds.open, s.fds.retired, s.fds.closed = nil, nil, true
 }
 
 // openAt opens the last name of rel (a path in the dropzone) read-only in
 // its directory's kept handle, never following a link; ENOENT may mean
 // the directory itself is gone.
-func (s *Store) openAt(rel string) (int, error) {
-	dfd, err := s.dirFD(path.Dir(rel))
+func (s *Store) openAt(rel string) (fd int, err error) {
+	err = s.inDirs(func(d ...int) error {
+		for {
+			fd, err = unix.Openat(d[0], path.Base(rel), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: rel, Err: err}
+		}
+		return nil
+	}, path.Dir(rel))
 	if err != nil {
 		return -1, err
-	}
-	fd, err := unix.Openat(dfd, path.Base(rel), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Openat(dfd, path.Base(rel), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return fd, nil
 }
@@ -105,16 +134,16 @@ func (s *Store) openAt(rel string) (int, error) {
 func (s *Store) createTempFD() (string, int, error) {
 	retried := false
 	for range 10 {
-		dfd, err := s.dirFD(tmpDir)
-		if err != nil {
-			return "", -1, fmt.Errorf("dropzone: create temp: %w", err)
-		}
 		base := tmpPrefix + rand.Text()
-		fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, objectPerm)
+		fd := -1
+		err := s.inDirs(func(d ...int) (err error) {
+			fd, err = unix.Openat(d[0], base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, objectPerm)
+			return err
+		}, tmpDir)
 		switch {
 		case err == unix.EEXIST || err == unix.EINTR:
 			continue
-		case err == unix.ENOENT && !retried: // .tmp/ removed behind our back
+		case errors.Is(err, fs.ErrNotExist) && !retried: // .tmp/ removed behind our back
 			retried = true
 			s.forgetDir(tmpDir)
 			if _, err := s.mkdir(tmpDir, tmpDirPerm); err != nil {
@@ -155,25 +184,12 @@ func writeAll(fd int, data []byte) error {
 func (s *Store) renameInto(tmp, dst string) (created bool, err error) {
 	dir := path.Dir(dst)
 	for attempt := 0; ; attempt++ {
-		tfd, err := s.dirFD(tmpDir)
-		if err != nil {
-			return created, err
-		}
-		dfd, err := s.dirFD(dir)
-		if errors.Is(err, fs.ErrNotExist) && attempt == 0 {
-			c, err := s.makeFan(dir)
-			if err != nil {
-				return created, err
-			}
-			created = created || c
-			continue
-		}
-		if err != nil {
-			return created, err
-		}
-		err = unix.Renameat(tfd, path.Base(tmp), dfd, path.Base(dst))
-		if err == unix.ENOENT && attempt == 0 {
-			// The fan-out directory (or .tmp/) went away meanwhile.
+		err := s.inDirs(func(d ...int) error {
+			return unix.Renameat(d[0], path.Base(tmp), d[1], path.Base(dst))
+		}, tmpDir, dir)
+		if attempt == 0 && errors.Is(err, fs.ErrNotExist) {
+			// The fan-out directory is not made yet, or it (or .tmp/)
+			// went away meanwhile.
 			s.forgetDir(dir)
 			s.forgetDir(tmpDir)
 			c, err := s.makeFan(dir)
@@ -183,10 +199,11 @@ func (s *Store) renameInto(tmp, dst string) (created bool, err error) {
 			created = created || c
 			continue
 		}
-		if err != nil {
+		var errno unix.Errno
+		if errors.As(err, &errno) {
 			return created, &os.LinkError{Op: "rename", Old: tmp, New: dst, Err: err}
 		}
-		return created, nil
+		return created, err
 	}
 }
 
