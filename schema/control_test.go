@@ -2,6 +2,7 @@ package schema
 
 import (
 	"math/rand/v2"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -80,5 +81,52 @@ func BenchmarkStripControls(b *testing.B) {
 				StripControls(s)
 			}
 		})
+	}
+}
+
+// previewWhole is Preview as it was: every word of s joined, then cut.
+func previewWhole(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// FuzzPreview: Preview, which joins the words only as far as the preview
+// reaches, says exactly what joining them all and cutting says, invalid
+// UTF-8 and every kind of white space included.
+func FuzzPreview(f *testing.F) {
+	for _, s := range []string{"", "a", " a  b\tc\n", "héllo wörld ", "\xff\xfe x \u2003 y", strings.Repeat("word ", 100), strings.Repeat("x", 300), "日本語 の テキスト"} {
+		for _, n := range []int{1, 2, 5, 120} {
+			f.Add(s, n)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 1 || n > 1000 {
+			return
+		}
+		if got, want := Preview(s, n), previewWhole(s, n); got != want {
+			t.Fatalf("Preview(%q, %d) = %q, want %q", s, n, got, want)
+		}
+	})
+}
+
+// BenchmarkPreview: the index's preview line of a typical text and of a
+// text of megabytes, against joining every word first (previewWhole).
+func BenchmarkPreview(b *testing.B) {
+	for _, size := range []int{4 << 10, 4 << 20} {
+		text := strings.Repeat("Lorem ipsum dolor sit amet, consectetur\n", size/40)
+		for _, impl := range []struct {
+			name string
+			fn   func(string, int) string
+		}{{"scan", Preview}, {"whole", previewWhole}} {
+			b.Run(fmt.Sprintf("%dKB/%s", size>>10, impl.name), func(b *testing.B) {
+				for b.Loop() {
+					impl.fn(text, 120)
+				}
+			})
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -430,11 +431,30 @@ func (m *Message) Preview(n int) string {
 // Preview collapses white space in s and cuts it to at most n runes, with an
 // ellipsis when cut.
 func Preview(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+	// The words are joined only as far as the preview reaches (n+1
+	// runes tell that it is cut): a text of megabytes is not split and
+	// decoded whole for a line of n.
+	var b []byte
+	count := 0
+	for f := range strings.FieldsSeq(s) {
+		if count > 0 {
+			b = append(b, ' ')
+			count++
+		}
+		i := 0
+		for ; count <= n && i < len(f); count++ {
+			_, w := utf8.DecodeRuneInString(f[i:])
+			i += w
+		}
+		b = append(b, f[:i]...)
+		if count > n {
+			break
+		}
 	}
+	if count <= n {
+		return string(b)
+	}
+	r := []rune(string(b))
 	return string(r[:n-1]) + "…"
 }
 
