@@ -1,8 +1,8 @@
 package schema
 
 import (
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
