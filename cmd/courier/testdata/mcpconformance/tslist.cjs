@@ -92,6 +92,26 @@ function serverCPU() {
   }
 }
 
+// With TSLIST_CHECK=1 (the tests; not the benchmark, whose client
+// reads the structured content only) each page's text is checked: what a
+// host gives a model is the count and the next cursor, then a header and
+// one line an entry, its id first, ten tab-separated columns.
+const check = process.env.TSLIST_CHECK === '1';
+const HEADER = 'id\tprovider\tdirection\tfrom\tstatus\tclaimed_by\ttimestamp\tcorrelation_id\treply_to\tpreview';
+function checkText(content, sc) {
+  if (content.length !== 1 || content[0].type !== 'text') throw new Error(`a listing's content is not one text: ${JSON.stringify(content).slice(0, 200)}`);
+  const lines = content[0].text.replace(/\n$/, '').split('\n');
+  const cursor = sc.next_cursor ? `cursor "${sc.next_cursor}"` : 'cursor';
+  if (!lines[0].startsWith(`${sc.count} entries`) || lines[0].includes(cursor) !== Boolean(sc.next_cursor)) {
+    throw new Error(`the text's first line ${JSON.stringify(lines[0].slice(0, 200))} does not give the count ${sc.count} and the cursor`);
+  }
+  if (lines.length !== sc.count + 2 || lines[1] !== HEADER) throw new Error(`the text has ${lines.length} lines for ${sc.count} entries`);
+  sc.messages.forEach((m, i) => {
+    const l = lines[i + 2];
+    if (!l.startsWith(m.id + '\t') || l.split('\t').length !== 10) throw new Error(`the text's line for ${m.id} is ${JSON.stringify(l)}`);
+  });
+}
+
 async function page(client, limit) {
   decodeNs = 0n;
   maxFrame = 0;
@@ -114,6 +134,7 @@ async function page(client, limit) {
       decodeNs += process.hrtime.bigint() - t;
     }
     if (sc.count !== sc.messages.length) throw new Error(`count ${sc.count}, ${sc.messages.length} messages`);
+    if (check) checkText(res.content, sc);
     entries += sc.count;
     pages++;
     cursor = sc.next_cursor || '';
