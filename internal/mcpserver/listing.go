@@ -96,23 +96,6 @@ func listing(p *mailview.Page, lines [][]byte) *mcp.CallToolResult {
 	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
-// textLines are the entries' lines of a listing's text, in one buffer.
-func textLines(entries [][]byte) [][]byte {
-	buf := make([]byte, 0, len(entries)*200)
-	ends := make([]int, len(entries))
-	for i, e := range entries {
-		buf = entryLine(buf, e)
-		ends[i] = len(buf)
-	}
-	lines := make([][]byte, len(entries))
-	start := 0
-	for i, end := range ends {
-		lines[i] = buf[start:end:end]
-		start = end
-	}
-	return lines
-}
-
 // pageJSON is a listing's structured content: compact JSON, encoded as it
 // is.
 type pageJSON []byte
@@ -131,17 +114,22 @@ func entrySize(e, line []byte) int {
 	return len(e) + 1 + textSize(line) + 2*(highBytes(e)+highBytes(line))
 }
 
-// fitPage is how many of a page's entries fit in a result of MaxPage
-// bytes; at least one, so that a page moves on. lines are the entries'
-// lines of text.
-func fitPage(entries, lines [][]byte) int {
+// fitPage is the lines of text of the first of a page's entries that fit
+// in a result of MaxPage bytes; at least one, so that a page moves on.
+func fitPage(entries [][]byte) [][]byte {
 	size := pageOverhead
+	buf := make([]byte, 0, min(len(entries)*256, MaxPage))
+	lines := make([][]byte, 0, len(entries))
 	for i, e := range entries {
-		if size += entrySize(e, lines[i]); size > MaxPage {
-			return max(i, 1)
+		start := len(buf)
+		buf = entryLine(buf, e)
+		line := buf[start:len(buf):len(buf)]
+		if size += entrySize(e, line); size > MaxPage && i > 0 {
+			break
 		}
+		lines = append(lines, line)
 	}
-	return len(entries)
+	return lines
 }
 
 // rawListings encodes a listing's result (structured content of

@@ -72,12 +72,14 @@ const (
 	MaxLimit = 10_000
 	// MaxPage bounds a page of list as it is sent (the entries as
 	// structured content, and their lines in its text): a page ends
-	// before it, with a cursor, when its entries are large (about 1,250
-	// entries of bench/genmailbox). A page of 10,000 was 12.7 MB, which the official
-	// TypeScript SDK's stdio client refuses (over 10 MiB: "Connection
-	// closed"), and at 4 MiB that client took half as long again per
-	// entry as at 1 MiB.
-	MaxPage = 1 << 20
+	// before it, with a cursor, when its entries are large (about 950
+	// entries of bench/genmailbox). A page of 10,000 was 12.7 MB, which
+	// the official TypeScript SDK's stdio client refuses (over 10 MiB:
+	// "Connection closed"); that client copies what it has of a frame at
+	// each 64 KiB read, so it took half as long again per entry at 4 MiB
+	// as at 1 MiB, and paging 100,000 entries at 1 MiB pages cost a fifth
+	// more CPU than at pages of 0.8 MB (bench/mcp.sh).
+	MaxPage = 768 << 10
 	// maxFrame bounds the result of thread and context as it is sent:
 	// under the 10 MiB of the TypeScript SDK's stdio client.
 	maxFrame = 8 << 20

@@ -27,7 +27,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 1 MiB as sent (about 1,250 entries), truncated and next_cursor saying when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 950 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -167,11 +167,14 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, refuse(err)
 	}
 	defer release()
-	// Entries are sent at least once as they are (structured): what is
-	// read past MaxPage bytes could not be sent.
+	// Entries are sent as they are (structured) and as a line of text
+	// (about a third of their size): what is read past about MaxPage*3/4
+	// bytes is not sent. The listing is written in pieces of 256 KiB, so
+	// the buffer ends at MaxPage/2 and up to a piece more, and a page of
+	// large entries with short lines may be shorter than MaxPage.
 	buf := pageBufs.Get().(*capped)
 	buf.Reset()
-	buf.max, buf.soft = s.max, MaxPage
+	buf.max, buf.soft = s.max, MaxPage/2
 	defer pageBufs.Put(buf) // the page's entries are copied out of it (listing)
 	err = mailview.WriteJSON(ctx, s.mb, f, buf)
 	full := errors.Is(err, errFull)
@@ -187,15 +190,15 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, err
 	}
 	if len(page.Entries) == 0 && full {
-		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage bytes at one time
+		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage/2 bytes at one time
 	}
-	lines := textLines(page.Entries)
-	if n := fitPage(page.Entries, lines); n < len(page.Entries) || (full && page.Next == "") {
+	lines := fitPage(page.Entries)
+	if n := len(lines); n < len(page.Entries) || (full && page.Next == "") {
 		if err := page.Cut(n, cur); err != nil {
 			return nil, err
 		}
 	}
-	return listing(page, lines[:len(page.Entries)]), nil
+	return listing(page, lines), nil
 }
 
 // pageBufs are the buffers list reads a page into, kept from one call to
