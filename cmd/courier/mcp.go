@@ -14,8 +14,8 @@ import (
 // GOGC is set): a page of list allocates about twice its size while the
 // server's own heap stays small (SQLite's memory is not Go's), so at the
 // default 100 the collector ran every page or two and took a third of
-// the server's CPU for a listing (0.55 s for 30,000 entries, 0.38 s at
-// 400), for a heap of a few megabytes more.
+// the server's CPU for a listing (about 0.55 s for 30,000 entries, 0.4 s
+// at 400), for a heap of a few megabytes more.
 const mcpGCPercent = 400
 
 func (a *app) mcpCommand() *cobra.Command {

@@ -18,7 +18,7 @@ import (
 // that copy doubled what each page costs the client to read (the
 // TypeScript SDK's client spent about as long on the escaped copy as on
 // the structured content), and a model read a page of 500 entries as
-// about 300 KB of JSON, where these lines are about a quarter of it.
+// about 300 KB of JSON, where these lines are about a third of it.
 var textColumns = [...]string{"id", "provider", "direction", "from", "status", "claimed_by", "timestamp", "correlation_id", "reply_to", "preview"}
 
 // textHeader is the header line of a listing's text.
