@@ -274,10 +274,7 @@ func startTS(b *testing.B, bin, ws string) *tsClient {
 // checking that it gave n entries; an error is the client's.
 func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 	b.Helper()
-	fmt.Fprintln(c.in, limit)
-	if !c.out.Scan() {
-		b.Fatalf("tslist ended: %v", c.out.Err())
-	}
+	answer := c.ask(b, fmt.Sprint(limit))
 	var r struct {
 		Ms          float64 `json:"ms"`
 		CPUMs       float64 `json:"cpu_ms"`
@@ -288,8 +285,8 @@ func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 		MaxFrame    int     `json:"max_frame"`
 		Error       string  `json:"error"`
 	}
-	if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
-		b.Fatalf("tslist, limit %d: %s: %v", limit, c.out.Bytes(), err)
+	if err := json.Unmarshal(answer, &r); err != nil {
+		b.Fatalf("tslist, limit %d: %s: %v", limit, answer, err)
 	}
 	if r.Error != "" {
 		return tsRun{}, errors.New(r.Error)
@@ -297,7 +294,6 @@ func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 	if r.Entries != n {
 		b.Fatalf("tslist, limit %d: %d entries, want %d", limit, r.Entries, n)
 	}
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	return tsRun{Wall: ms(r.Ms), CPU: ms(r.CPUMs), ServerCPU: ms(r.ServerCPUMs), Decode: ms(r.DecodeMs), Pages: r.Pages, MaxFrame: r.MaxFrame}, nil
 }
 
@@ -314,22 +310,31 @@ func (c *tsClient) parse(b *testing.B, out []byte, n int) parseTime {
 		b.Fatal(err)
 	}
 	f.Close()
-	fmt.Fprintln(c.in, "parse "+f.Name())
-	if !c.out.Scan() {
-		b.Fatalf("tslist ended: %v", c.out.Err())
-	}
+	answer := c.ask(b, "parse "+f.Name())
 	var r struct {
 		Ms      float64 `json:"ms"`
 		CPUMs   float64 `json:"cpu_ms"`
 		Entries int     `json:"entries"`
 		Error   string  `json:"error"`
 	}
-	if err := json.Unmarshal(c.out.Bytes(), &r); err != nil || r.Error != "" || r.Entries != n {
-		b.Fatalf("tslist, parse: %s (%v; want %d entries)", c.out.Bytes(), err, n)
+	if err := json.Unmarshal(answer, &r); err != nil || r.Error != "" || r.Entries != n {
+		b.Fatalf("tslist, parse: %s (%v; want %d entries)", answer, err, n)
 	}
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	return parseTime{ms(r.Ms), ms(r.CPUMs)}
 }
+
+// ask writes a request to tslist.cjs and returns its answer.
+func (c *tsClient) ask(b *testing.B, req string) []byte {
+	b.Helper()
+	fmt.Fprintln(c.in, req)
+	if !c.out.Scan() {
+		b.Fatalf("tslist ended: %v", c.out.Err())
+	}
+	return c.out.Bytes()
+}
+
+// ms is f milliseconds.
+func ms(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 
 // spread is the min, median and max of d in seconds.
 func spread(d []time.Duration) string {
