@@ -7,7 +7,9 @@
 #      `courier list --all --format json`, a process, run before each
 #      paging: the two sides interleaved, RUNS times, min/median/max, and
 #      the ratio of CPU times (client and server against the process),
-#      which the machine's load moves less than wall times;
+#      which the machine's load moves less than wall times; and a fifth
+#      column, the process and then node's JSON.parse of what it printed
+#      (in the client's process), what a consumer of the CLI's JSON spends;
 #   2. READS MCP read calls over one stdio session (the go-sdk's client),
 #      calls per second, against `courier read ID` run as a process a read
 #      (an agent without MCP shells out once a read), on the first mailbox.
@@ -57,6 +59,6 @@ for n in $MESSAGES; do
 done
 echo
 awk -F'\t' '
-  BEGIN { print "| measure | Courier over MCP | baseline | ratio |"; print "|---|---|---|---|" }
-  { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }
+  BEGIN { print "| measure | Courier over MCP | baseline | ratio | the baseline and node'"'"'s JSON.parse of its output; ratio |"; print "|---|---|---|---|---|" }
+  { printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }
 ' "$work/rows.tsv"

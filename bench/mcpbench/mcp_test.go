@@ -132,6 +132,7 @@ func BenchmarkList(b *testing.B) {
 				sides[l] = &listSides{}
 			}
 			c := cliRun(b, bin, ws, n)
+			c.parse = ts.parse(b, c.out, n)
 			r, err := ts.page(b, l, n)
 			sides[l].add(c, r, err)
 		}
@@ -146,8 +147,12 @@ type listSides struct {
 	cli, cliCPU       []time.Duration
 	wall, cpu, decode []time.Duration
 	ratio, cpuRatio   []float64
-	last              tsRun
-	err               error
+	// The CLI and node's JSON.parse of what it printed, one after the
+	// other: what a consumer of the CLI's JSON spends.
+	parsed, parsedCPU           []time.Duration
+	parsedRatio, parsedCPURatio []float64
+	last                        tsRun
+	err                         error
 }
 
 func (s *listSides) add(c cliTime, r tsRun, err error) {
@@ -159,6 +164,10 @@ func (s *listSides) add(c cliTime, r tsRun, err error) {
 	s.wall, s.cpu, s.decode = append(s.wall, r.Wall), append(s.cpu, r.CPU+r.ServerCPU), append(s.decode, r.Decode)
 	s.ratio = append(s.ratio, r.Wall.Seconds()/c.wall.Seconds())
 	s.cpuRatio = append(s.cpuRatio, (r.CPU+r.ServerCPU).Seconds()/c.cpu.Seconds())
+	pw, pc := c.wall+c.parse.wall, c.cpu+c.parse.cpu
+	s.parsed, s.parsedCPU = append(s.parsed, pw), append(s.parsedCPU, pc)
+	s.parsedRatio = append(s.parsedRatio, r.Wall.Seconds()/pw.Seconds())
+	s.parsedCPURatio = append(s.parsedCPURatio, (r.CPU+r.ServerCPU).Seconds()/pc.Seconds())
 	s.last = r
 }
 
@@ -175,7 +184,8 @@ func (s *listSides) report(b *testing.B, n, limit int) {
 	benchutil.Report(b, fmt.Sprintf("%s: %d pages, the largest %.2f MB", measure, s.last.Pages, float64(s.last.MaxFrame)/1e6),
 		fmt.Sprintf("%s; CPU %.2f s (client and server), the client's decode %.2f s", spread(s.wall), median(s.cpu).Seconds(), median(s.decode).Seconds()),
 		fmt.Sprintf("%s; CPU %.2f s", spread(s.cli), median(s.cliCPU).Seconds()),
-		fmt.Sprintf("%.1f× (%.1f–%.1f); CPU %.1f×", medianF(s.ratio), slices.Min(s.ratio), slices.Max(s.ratio), medianF(s.cpuRatio)))
+		fmt.Sprintf("%.1f× (%.1f–%.1f); CPU %.1f×", medianF(s.ratio), slices.Min(s.ratio), slices.Max(s.ratio), medianF(s.cpuRatio)),
+		fmt.Sprintf("%s; CPU %.2f s: %.1f×; CPU %.1f×", spread(s.parsed), median(s.parsedCPU).Seconds(), medianF(s.parsedRatio), medianF(s.parsedCPURatio)))
 }
 
 // pageSizes is -limits: list's page sizes, 0 for the tool's default.
@@ -191,8 +201,16 @@ func pageSizes(b *testing.B) []int {
 	return limits
 }
 
-// cliTime is a run of the CLI: its wall and CPU time.
-type cliTime struct{ wall, cpu time.Duration }
+// cliTime is a run of the CLI: its wall and CPU time, what it printed,
+// and node's JSON.parse of that.
+type cliTime struct {
+	wall, cpu time.Duration
+	out       []byte
+	parse     parseTime
+}
+
+// parseTime is node's JSON.parse of the CLI's output: wall and CPU time.
+type parseTime struct{ wall, cpu time.Duration }
 
 // cliRun times `courier list --all --format json`, a process, checking
 // that it printed n entries.
@@ -209,7 +227,7 @@ func cliRun(b *testing.B, bin, ws string, n int) cliTime {
 	if c := bytes.Count(stdout.Bytes(), []byte("\n{")); c != n {
 		b.Fatalf("courier list printed %d entries, want %d", c, n)
 	}
-	return cliTime{d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	return cliTime{wall: d, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), out: stdout.Bytes()}
 }
 
 // tsClient is tslist.cjs running: one session of the TypeScript SDK's
@@ -256,10 +274,7 @@ func startTS(b *testing.B, bin, ws string) *tsClient {
 // checking that it gave n entries; an error is the client's.
 func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 	b.Helper()
-	fmt.Fprintln(c.in, limit)
-	if !c.out.Scan() {
-		b.Fatalf("tslist ended: %v", c.out.Err())
-	}
+	answer := c.ask(b, fmt.Sprint(limit))
 	var r struct {
 		Ms          float64 `json:"ms"`
 		CPUMs       float64 `json:"cpu_ms"`
@@ -270,8 +285,8 @@ func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 		MaxFrame    int     `json:"max_frame"`
 		Error       string  `json:"error"`
 	}
-	if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
-		b.Fatalf("tslist, limit %d: %s: %v", limit, c.out.Bytes(), err)
+	if err := json.Unmarshal(answer, &r); err != nil {
+		b.Fatalf("tslist, limit %d: %s: %v", limit, answer, err)
 	}
 	if r.Error != "" {
 		return tsRun{}, errors.New(r.Error)
@@ -279,9 +294,47 @@ func (c *tsClient) page(b *testing.B, limit, n int) (tsRun, error) {
 	if r.Entries != n {
 		b.Fatalf("tslist, limit %d: %d entries, want %d", limit, r.Entries, n)
 	}
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	return tsRun{Wall: ms(r.Ms), CPU: ms(r.CPUMs), ServerCPU: ms(r.ServerCPUMs), Decode: ms(r.DecodeMs), Pages: r.Pages, MaxFrame: r.MaxFrame}, nil
 }
+
+// parse has tslist.cjs read the CLI's output from a file (written
+// before timing) and JSON.parse it, checking that it holds n entries.
+func (c *tsClient) parse(b *testing.B, out []byte, n int) parseTime {
+	b.Helper()
+	f, err := os.CreateTemp("", "cli-*.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(out); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	answer := c.ask(b, "parse "+f.Name())
+	var r struct {
+		Ms      float64 `json:"ms"`
+		CPUMs   float64 `json:"cpu_ms"`
+		Entries int     `json:"entries"`
+		Error   string  `json:"error"`
+	}
+	if err := json.Unmarshal(answer, &r); err != nil || r.Error != "" || r.Entries != n {
+		b.Fatalf("tslist, parse: %s (%v; want %d entries)", answer, err, n)
+	}
+	return parseTime{ms(r.Ms), ms(r.CPUMs)}
+}
+
+// ask writes a request to tslist.cjs and returns its answer.
+func (c *tsClient) ask(b *testing.B, req string) []byte {
+	b.Helper()
+	fmt.Fprintln(c.in, req)
+	if !c.out.Scan() {
+		b.Fatalf("tslist ended: %v", c.out.Err())
+	}
+	return c.out.Bytes()
+}
+
+// ms is f milliseconds.
+func ms(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 
 // spread is the min, median and max of d in seconds.
 func spread(d []time.Duration) string {

@@ -1,11 +1,22 @@
 package main
 
 import (
+	"os"
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 
 	"github.com/monoco/courier/internal/mcpserver"
 	"github.com/monoco/courier/internal/service"
 )
+
+// mcpGCPercent is the garbage collector's GOGC in `courier mcp` (unless
+// GOGC is set): a page of list allocates about twice its size while the
+// server's own heap stays small (SQLite's memory is not Go's), so at the
+// default 100 the collector ran every page or two and took a third of
+// the server's CPU for a listing (about 0.55 s for 30,000 entries, 0.4 s
+// at 400), for a heap of a few megabytes more.
+const mcpGCPercent = 400
 
 func (a *app) mcpCommand() *cobra.Command {
 	return &cobra.Command{
@@ -21,6 +32,9 @@ runs, and act on the mailbox directly without it, as the command line does.
 The service also serves MCP over HTTP at /mcp (courier.mcp).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(mcpGCPercent)
+			}
 			s, err := a.mcpServer()
 			if err != nil {
 				return err

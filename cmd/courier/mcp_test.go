@@ -162,9 +162,12 @@ func TestMCPHTTPEndToEnd(t *testing.T) {
 		t.Errorf("the inbox after done: %+v", l)
 	}
 	var th mcpListed
-	mcpOK(t, a, "thread", map[string]any{"key": id}, &th)
+	res = mcpOK(t, a, "thread", map[string]any{"key": id}, &th)
 	if th.Count != 2 {
 		t.Errorf("thread: the message and the reply, got %+v", th)
+	}
+	if err := mcptest.ListingText(mcpTextOf(res), th.IDs(), ""); err != nil {
+		t.Errorf("thread: %v", err)
 	}
 
 	mcpBadIDs(t, a)

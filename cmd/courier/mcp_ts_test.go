@@ -29,9 +29,11 @@ type tsPaging struct {
 // The official TypeScript SDK's stdio client (installed beside the
 // conformance suite: npm ci there) pages through list at the tool's
 // largest limit and at its default, each entry once, validating the
-// structured content against list's output schema. A page of 10,000
-// entries was about 12 MB here, and that client refuses a frame over 10
-// MiB: the call ended "Connection closed".
+// structured content against list's output schema, and each page's text
+// is what a model reads of it: the count and the next cursor, then a line
+// an entry (tslist.cjs checks it), not the structured content's JSON
+// again. A page of 10,000 entries was about 12 MB here, and that client
+// refuses a frame over 10 MiB: the call ended "Connection closed".
 func TestMCPTypeScriptClient(t *testing.T) {
 	dir, _ := filepath.Abs(filepath.Join("testdata", "mcpconformance"))
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
@@ -54,6 +56,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	seed(t, ws, msgs...)
 
 	cmd := exec.Command(node, filepath.Join(dir, "tslist.cjs"), courierBin, ws)
+	cmd.Env = append(os.Environ(), "TSLIST_CHECK=1")
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("%d\n0\n", mcpserver.MaxLimit))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

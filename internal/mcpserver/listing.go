@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"unicode/utf8"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,10 +57,11 @@ func textResult(s string) *mcp.CallToolResult {
 // listing is a page of entries as the structured content
 // {"messages": [...], "count": n, "truncated": bool, "next_cursor": c},
 // the entries spliced in as list --format json prints them: a listing is
-// not decoded and encoded again entry by entry. Its text is the same
-// JSON, one entry a line; the structured content is compact, as it is
-// sent (rawResult does not compact it again).
-func listing(p *mailview.Page) *mcp.CallToolResult {
+// not decoded and encoded again entry by entry. The structured content
+// is compact, as it is sent (rawResult does not compact it again). Its
+// text is lines for a model to read (listtext.go): lines[i] is
+// entryLine of p.Entries[i].
+func listing(p *mailview.Page, lines [][]byte) *mcp.CallToolResult {
 	size := 64
 	for _, l := range p.Entries {
 		size += len(l) + 1
@@ -78,19 +79,21 @@ func listing(p *mailview.Page) *mcp.CallToolResult {
 		doc = fmt.Appendf(doc, `,"next_cursor":%q`, p.Next)
 	}
 	doc = append(doc, '}')
-	text := make([]byte, 0, size+len(p.Entries)+64)
-	text = append(text, `{"messages":[`...)
-	for i, l := range p.Entries {
-		if i > 0 {
-			text = append(text, ',')
-		}
-		text = append(append(text, '\n'), l...)
+	var text strings.Builder
+	head := textHead(len(p.Entries), p.Next)
+	size = len(head) + len(textHeader)
+	for _, l := range lines {
+		size += len(l)
 	}
-	if len(p.Entries) > 0 {
-		text = append(text, '\n')
+	text.Grow(size)
+	text.WriteString(head)
+	if len(lines) > 0 {
+		text.WriteString(textHeader)
 	}
-	text = append(text, doc[bytes.LastIndexByte(doc, ']'):]...)
-	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
+	for _, l := range lines {
+		text.Write(l)
+	}
+	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
 // pageJSON is a listing's structured content: compact JSON, encoded as it
@@ -100,26 +103,33 @@ type pageJSON []byte
 func (p pageJSON) MarshalJSON() ([]byte, error) { return p, nil }
 
 // pageOverhead bounds what a listing's result holds besides its
-// entries: the JSON-RPC envelope, count, cursor and _meta.
+// entries and their lines: the JSON-RPC envelope, count, cursor (twice),
+// the text's first line and header, and _meta.
 const pageOverhead = 1 << 10
 
 // entrySize is what an entry adds to a listing's result as sent: itself
-// and a comma in the structured content, and in the text escaped, after
-// a comma and an escaped line break.
-func entrySize(e []byte) int {
-	return 2*len(e) + bytes.Count(e, []byte{'"'}) + bytes.Count(e, []byte{'\\'}) + 4
+// and a comma in the structured content, and its line in the text, a
+// rune past ASCII (2 to 4 bytes) escaped in 6 or 12 (escape.go).
+func entrySize(e, line []byte) int {
+	return len(e) + 1 + textSize(line) + 2*(highBytes(e)+highBytes(line))
 }
 
-// fitPage is how many of a page's entries fit in a result of MaxPage
-// bytes; at least one, so that a page moves on.
-func fitPage(entries [][]byte) int {
+// fitPage is the lines of text of the first of a page's entries that fit
+// in a result of MaxPage bytes; at least one, so that a page moves on.
+func fitPage(entries [][]byte) [][]byte {
 	size := pageOverhead
+	buf := make([]byte, 0, min(len(entries)*256, MaxPage))
+	lines := make([][]byte, 0, len(entries))
 	for i, e := range entries {
-		if size += entrySize(e); size > MaxPage {
-			return max(i, 1)
+		start := len(buf)
+		buf = entryLine(buf, e)
+		line := buf[start:len(buf):len(buf)]
+		if size += entrySize(e, line); size > MaxPage && i > 0 {
+			break
 		}
+		lines = append(lines, line)
 	}
-	return len(entries)
+	return lines
 }
 
 // rawListings encodes a listing's result (structured content of
@@ -190,72 +200,18 @@ func (r *rawResult) encode() ([]byte, error) {
 	}
 	delete(fields, "content")
 	delete(fields, "structuredContent")
-	// One buffer of about the result's size: escaped, a page of entries
-	// is about a fifth longer (a quote for every ~5 bytes).
-	out := make([]byte, 0, len(r.raw)+len(r.text)+len(r.text)/4+len(small)+64)
+	// One buffer of about the result's size: a rune past ASCII is
+	// longer escaped.
+	out := make([]byte, 0, len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
 	out = append(out, `{"content":[{"type":"text","text":`...)
 	out = appendString(out, []byte(r.text))
 	out = append(out, `}],"structuredContent":`...)
-	out = append(out, r.raw...)
+	out = appendASCII(out, r.raw)
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		key, _ := json.Marshal(k)
 		out = append(append(append(append(out, ','), key...), ':'), fields[k]...)
 	}
 	return append(out, '}'), nil
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it but for HTML's <, > and & (which jsonrpc2 leaves too):
-// encoding it with encoding/json would copy the page twice more.
-func appendString(out, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRune(s[i:])
-			if (r != utf8.RuneError || n != 1) && r != '\u2028' && r != '\u2029' {
-				i += n
-				continue
-			}
-			out = append(out, s[start:i]...)
-			if r == utf8.RuneError {
-				out = append(out, `\ufffd`...)
-			} else {
-				out = append(out, `\u202`...)
-				out = append(out, hex[r&0xf])
-			}
-			i += n
-			start = i
-			continue
-		}
-		out = append(out, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			out = append(out, '\\', c)
-		case '\n':
-			out = append(out, '\\', 'n')
-		case '\r':
-			out = append(out, '\\', 'r')
-		case '\t':
-			out = append(out, '\\', 't')
-		case '\b':
-			out = append(out, '\\', 'b')
-		case '\f':
-			out = append(out, '\\', 'f')
-		default:
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
 }
 
 // addListing adds a tool whose result is a listing: the

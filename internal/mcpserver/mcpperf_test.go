@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,8 +101,10 @@ func BenchmarkMCPPEncode(b *testing.B) {
 }
 
 // appendString escapes as encoding/json does without HTML escaping
-// (as jsonrpc2 sends), byte for byte: control characters, quotes,
-// invalid UTF-8, U+2028/U+2029.
+// (as jsonrpc2 sends), byte for byte for ASCII: control characters,
+// quotes; and every rune past ASCII as \uXXXX (a listing is sent as
+// ASCII, which the TypeScript SDK's client decodes faster), invalid UTF-8
+// as \ufffd: the same string decoded.
 func TestMCPPAppendString(t *testing.T) {
 	var ctl []byte
 	for c := range 0x20 {
@@ -116,9 +119,26 @@ func TestMCPPAppendString(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := appendString([]byte("x"), []byte(in)); string(got) != "x"+string(want) {
-			t.Errorf("%q: got %s, want %s", in, got[1:], want)
+		got := appendString([]byte("x"), []byte(in))[1:]
+		var g, w string
+		if err := json.Unmarshal(got, &g); err != nil || json.Unmarshal(want, &w) != nil || g != w {
+			t.Errorf("%q: got %s (%q, %v), want %s", in, got, g, err, want)
 		}
+		if i := bytes.IndexFunc(got, func(r rune) bool { return r >= utf8.RuneSelf }); i >= 0 {
+			t.Errorf("%q: got %s, not ASCII", in, got)
+		}
+		if ascii := !bytes.ContainsFunc([]byte(in), func(r rune) bool { return r >= utf8.RuneSelf }); ascii && !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", in, got, want)
+		}
+	}
+	// A listing's structured content, as ASCII: the same JSON.
+	doc := []byte(`{"a":"é中🙂 \u2028","b":["` + "\u2029" + `",1,null],"c":{"d":"plain"}}`)
+	var g, w any
+	if err := json.Unmarshal(appendASCII(nil, doc), &g); err != nil || json.Unmarshal(doc, &w) != nil || !reflect.DeepEqual(g, w) {
+		t.Errorf("appendASCII(%s) = %s (%v)", doc, appendASCII(nil, doc), err)
+	}
+	if out := appendASCII(nil, doc); bytes.ContainsFunc(out, func(r rune) bool { return r >= utf8.RuneSelf }) || highBytes(doc) != 12 {
+		t.Errorf("appendASCII(%s) = %s; %d bytes past ASCII", doc, out, highBytes(doc))
 	}
 }
 

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/monoco/courier/internal/agents"
 	"github.com/monoco/courier/internal/config"
 	"github.com/monoco/courier/internal/testutil"
+	"github.com/monoco/courier/internal/testutil/mcptest"
 	"github.com/monoco/courier/mailbox"
 	"github.com/monoco/courier/schema"
 )
@@ -70,7 +72,7 @@ func stdioFrames(t *testing.T, ws string, w workspace) (call func(tool string, a
 // A page of large entries, at list's largest limit, ends before MaxPage
 // bytes as sent, with a cursor; the pages give every entry once, in
 // order, runs of entries at one time cut across pages included; and a
-// listing's structured content is its text's JSON. The page was 10,000
+// listing is sent as ASCII, its text the listing's lines. The page was 10,000
 // entries whatever their size: at 12.7 MB for 10,000 entries of
 // bench/genmailbox, more than the TypeScript SDK's client reads.
 func TestMCPPageBound(t *testing.T) {
@@ -136,17 +138,17 @@ func TestMCPPageBound(t *testing.T) {
 	t.Logf("%d entries in %d pages", len(got), pages+1)
 }
 
-// listingOf decodes a listing's tools/call response, checking that its
-// structured content is its one text's JSON.
+// listingOf decodes a listing's tools/call response, checking that it is
+// sent as ASCII (every rune past it escaped) and that its one text is
+// the listing's lines, not its JSON again (mcptest.ListingText).
 func listingOf(t *testing.T, frame []byte) (l struct {
-	Messages []struct {
-		ID string `json:"id"`
-	} `json:"messages"`
-	Count      int    `json:"count"`
-	Truncated  bool   `json:"truncated"`
+	mcptest.Listed
 	NextCursor string `json:"next_cursor"`
 }) {
 	t.Helper()
+	if i := bytes.IndexFunc(frame, func(r rune) bool { return r >= utf8.RuneSelf }); i >= 0 {
+		t.Fatalf("the frame is not ASCII at %d: %.100q", i, frame[i:])
+	}
 	var r struct {
 		Result struct {
 			Content []struct {
@@ -163,17 +165,10 @@ func listingOf(t *testing.T, frame []byte) (l struct {
 	if r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Type != "text" {
 		t.Fatalf("not a listing: %.300s", frame)
 	}
-	var text, structured any
-	if err := json.Unmarshal([]byte(r.Result.Content[0].Text), &text); err != nil {
-		t.Fatalf("the text is not JSON: %v", err)
-	}
-	if err := json.Unmarshal(r.Result.StructuredContent, &structured); err != nil {
+	if err := json.Unmarshal(r.Result.StructuredContent, &l); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(text, structured) {
-		t.Fatal("the structured content is not the text's JSON")
-	}
-	if err := json.Unmarshal(r.Result.StructuredContent, &l); err != nil {
+	if err := mcptest.ListingText(r.Result.Content[0].Text, l.IDs(), l.NextCursor); err != nil {
 		t.Fatal(err)
 	}
 	return l

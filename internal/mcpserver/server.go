@@ -51,9 +51,9 @@ import (
 const (
 	// MaxResult bounds what one tool call or resource read returns: the
 	// result is held in memory, and copied by the SDK as it is encoded,
-	// before it is sent; and a frame over 16 MiB (a result is sent twice
-	// in one, as structured content and as text) is more than the go-sdk's
-	// clients read by default.
+	// before it is sent; and a frame over 16 MiB (read's result is sent
+	// twice in one, as structured content and as text) is more than the
+	// go-sdk's clients read by default.
 	MaxResult = 6 << 20
 	// concurrent bounds the calls that read the mailbox, or write it as
 	// the command line does, at once: each holds its result, up to the
@@ -63,20 +63,23 @@ const (
 	// agent's context is small, a mailbox is not; and a client reads a
 	// page in time that grows faster than its size (the TypeScript SDK's
 	// copies what it has of a frame at each 64 KiB read), so pages of
-	// 500 (about 0.65 MB as sent) list a mailbox faster than pages of
-	// 1,000, which was the default, for only twice the round trips.
+	// 500 (about 0.4 MB as sent) list a mailbox at least as fast as pages
+	// of 1,000 (bench/mcp.sh), and pages of 250 cost the server more
+	// (each page is a query).
 	DefaultLimit = 500
 	// MaxLimit is the most entries one list call returns. Pages go on
 	// with next_cursor, and a page also ends at MaxPage bytes.
 	MaxLimit = 10_000
-	// MaxPage bounds a page of list as it is sent (the entries twice, as
-	// structured content and escaped in its text): a page ends before
-	// it, with a cursor, when its entries are large (about 800 entries of
-	// bench/genmailbox). A page of 10,000 was 12.7 MB, which the official
-	// TypeScript SDK's stdio client refuses (over 10 MiB: "Connection
-	// closed"), and at 4 MiB that client took half as long again per
-	// entry as at 1 MiB.
-	MaxPage = 1 << 20
+	// MaxPage bounds a page of list as it is sent (the entries as
+	// structured content, and their lines in its text): a page ends
+	// before it, with a cursor, when its entries are large (about 850
+	// entries of bench/genmailbox). A page of 10,000 was 12.7 MB, which
+	// the official TypeScript SDK's stdio client refuses (over 10 MiB:
+	// "Connection closed"); that client copies what it has of a frame at
+	// each 64 KiB read, so it took half as long again per entry at 4 MiB
+	// as at 1 MiB, and paging 100,000 entries at 1 MiB pages cost a fifth
+	// more CPU than at pages of 0.8 MB (bench/mcp.sh).
+	MaxPage = 768 << 10
 	// maxFrame bounds the result of thread and context as it is sent:
 	// under the 10 MiB of the TypeScript SDK's stdio client.
 	maxFrame = 8 << 20

@@ -137,7 +137,10 @@ func TestMCPPagesAndAttachment(t *testing.T) {
 			listed
 			NextCursor string `json:"next_cursor"`
 		}
-		callOK(t, cs, "list", args, &l)
+		res := callOK(t, cs, "list", args, &l)
+		if err := mcptest.ListingText(textOf(res), l.IDs(), l.NextCursor); err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
 		for _, m := range l.Messages {
 			if seen[m.ID] {
 				t.Fatalf("page %d gives %s again", page, m.ID)

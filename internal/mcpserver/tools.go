@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +27,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 1 MiB as sent (about 800 entries), truncated and next_cursor saying when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 850 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -102,15 +103,16 @@ func (s *Server) addTools() {
 	s.srv.AddReceivingMiddleware(rawListings)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
 	addListing(s, &mcp.Tool{Name: "list", Annotations: ro,
-		Description: "List messages: by default the inbox (new, claimed, failed), oldest first, as `courier list --format json` prints them; " +
-			"a page of limit entries, next_cursor giving the next page."}, s.list)
+		Description: "List messages: by default the inbox (new, claimed, failed), oldest first, as `courier list --format json` prints them (structured content); " +
+			"a page of limit entries, next_cursor giving the next page. The text gives the count and the next cursor, then one tab-separated line an entry: " +
+			"id, provider, direction, from, status, claimed_by, timestamp, correlation_id, reply_to, preview."}, s.list)
 	addListing(s, &mcp.Tool{Name: "thread", Annotations: ro,
-		Description: "Every message and draft of a thread, in time order, as `courier thread KEY --format json`. Nothing found is an error (exit 1)."},
+		Description: "Every message and draft of a thread, in time order, as `courier thread KEY --format json` (structured content; the text is one line an entry, as list gives it). Nothing found is an error (exit 1)."},
 		func(ctx context.Context, in keyIn) (*mcp.CallToolResult, error) {
 			return s.entriesOf(ctx, in.Key, mailview.Thread)
 		})
 	addListing(s, &mcp.Tool{Name: "context", Annotations: ro,
-		Description: "Everything that carries a correlation id, inbound, archived and sent, in time order, as `courier context ID --format json`. Nothing found is an error (exit 1)."},
+		Description: "Everything that carries a correlation id, inbound, archived and sent, in time order, as `courier context ID --format json` (structured content; the text is one line an entry, as list gives it). Nothing found is an error (exit 1)."},
 		func(ctx context.Context, in corrIn) (*mcp.CallToolResult, error) {
 			return s.entriesOf(ctx, in.CorrelationID, mailview.Context)
 		})
@@ -165,9 +167,15 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, refuse(err)
 	}
 	defer release()
-	// Entries are sent at least twice their size (structured and as
-	// text): what is read past MaxPage/2 bytes could not be sent.
-	buf := &capped{max: s.max, soft: MaxPage / 2}
+	// Entries are sent as they are (structured) and as a line of text
+	// (about a third of their size): what is read past about MaxPage*3/4
+	// bytes is not sent. The listing is written in pieces of 256 KiB, so
+	// the buffer ends at MaxPage/2 and up to a piece more, and a page of
+	// large entries with short lines may be shorter than MaxPage.
+	buf := pageBufs.Get().(*capped)
+	buf.Reset()
+	buf.max, buf.soft = s.max, MaxPage/2
+	defer pageBufs.Put(buf) // the page's entries are copied out of it (listing)
 	err = mailview.WriteJSON(ctx, s.mb, f, buf)
 	full := errors.Is(err, errFull)
 	if err != nil && !full {
@@ -184,13 +192,19 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 	if len(page.Entries) == 0 && full {
 		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage/2 bytes at one time
 	}
-	if n := fitPage(page.Entries); n < len(page.Entries) || (full && page.Next == "") {
+	lines := fitPage(page.Entries)
+	if n := len(lines); n < len(page.Entries) || (full && page.Next == "") {
 		if err := page.Cut(n, cur); err != nil {
 			return nil, err
 		}
 	}
-	return listing(page), nil
+	return listing(page, lines), nil
 }
+
+// pageBufs are the buffers list reads a page into, kept from one call to
+// the next: grown from nothing at each call, a page's buffer and the
+// garbage it left took a tenth of the server's time for a listing.
+var pageBufs = sync.Pool{New: func() any { return new(capped) }}
 
 // entriesOf is the thread and context tools: every entry that list
 // gives for arg.
@@ -204,23 +218,26 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 	}
 	defer release()
 	page := &mailview.Page{}
+	var lines [][]byte
 	var enc mailview.EntryEncoder
 	size := 0
 	err = list(ctx, s.mb, arg, func(e *mailbox.Entry) error {
-		line, err := enc.Encode(e)
+		entry, err := enc.Encode(e)
 		if err != nil {
 			return err
 		}
-		if size += entrySize(line); size > min(s.max, maxFrame-pageOverhead) {
+		line := entryLine(nil, entry)
+		if size += entrySize(entry, line); size > min(s.max, maxFrame-pageOverhead) {
 			return tooLarge(min(s.max, maxFrame))
 		}
-		page.Entries = append(page.Entries, bytes.Clone(line))
+		page.Entries = append(page.Entries, bytes.Clone(entry))
+		lines = append(lines, line)
 		return nil
 	})
 	if err != nil {
 		return nil, refuse(err)
 	}
-	return listing(page), nil
+	return listing(page, lines), nil
 }
 
 // read is the read tool: the message as read shows it, and as JSON.

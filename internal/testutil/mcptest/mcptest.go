@@ -95,6 +95,45 @@ type Listed struct {
 	Truncated bool `json:"truncated"`
 }
 
+// ListingHeader is the header line of a listing's text.
+const ListingHeader = "id\tprovider\tdirection\tfrom\tstatus\tclaimed_by\ttimestamp\tcorrelation_id\treply_to\tpreview"
+
+// ListingText checks a listing's text (list, thread, context), what a
+// host gives a model: not the structured content's JSON again, but a line
+// with the count and, when more follow, the cursor of the next page; the
+// header; and one line an entry, its id first, ten tab-separated columns.
+func ListingText(text string, ids []string, next string) error {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	head := fmt.Sprintf("%d entries", len(ids))
+	if !strings.HasPrefix(lines[0], head) || (next != "") != strings.Contains(lines[0], fmt.Sprintf("cursor %q", next)) {
+		return fmt.Errorf("the text's first line %q does not say %q and the cursor %q", lines[0], head, next)
+	}
+	if len(ids) == 0 {
+		if len(lines) != 1 {
+			return fmt.Errorf("the text of no entries is %q", text)
+		}
+		return nil
+	}
+	if len(lines) != len(ids)+2 || lines[1] != ListingHeader {
+		return fmt.Errorf("the text has %d lines for %d entries, its header %q: %.300q", len(lines), len(ids), lines[1], text)
+	}
+	for i, id := range ids {
+		if l := lines[i+2]; !strings.HasPrefix(l, id+"\t") || strings.Count(l, "\t") != 9 {
+			return fmt.Errorf("line %d of the text, for %s, is %q", i+3, id, l)
+		}
+	}
+	return nil
+}
+
+// IDs are the ids of a listing's entries.
+func (l *Listed) IDs() []string {
+	ids := make([]string, len(l.Messages))
+	for i, m := range l.Messages {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
 // Post posts one JSON-RPC message to a streamable HTTP endpoint, as a
 // client without the SDK does: in session sid at protocol version if sid
 // is not empty, with the bearer token if not empty. It returns the

@@ -8,8 +8,10 @@
 // The SDK is the one npm ci installs beside it (the conformance suite's
 // dependency), required as an agent's code would. The script reads
 // requests on stdin, one a line, "LIMIT" (0: the tool's default page),
-// and answers each on stdout with one line of JSON once the whole
-// listing (all: true) is paged:
+// or "parse FILE" (JSON.parse of a file that `courier list --format
+// json` printed: {"ms":wall,"cpu_ms":CPU,"entries":n}), and answers each
+// on stdout with one line of JSON once the whole listing (all: true) is
+// paged:
 //
 //   {"limit":L,"ms":wall,"cpu_ms":the client's CPU,"server_cpu_ms":
 //    that of `courier mcp` (from /proc, 10 ms ticks),"decode_ms":the
@@ -72,7 +74,8 @@ async function main() {
   for await (const line of lines) {
     if (!line.trim()) continue;
     try {
-      process.stdout.write(JSON.stringify(await page(client, Number(line))) + '\n');
+      const out = line.startsWith('parse ') ? parseFile(line.slice(6)) : await page(client, Number(line));
+      process.stdout.write(JSON.stringify(out) + '\n');
     } catch (err) {
       process.stdout.write(JSON.stringify({ error: String(err && err.message || err) }) + '\n');
     }
@@ -90,6 +93,38 @@ function serverCPU() {
   } catch {
     return NaN;
   }
+}
+
+// With TSLIST_CHECK=1 (the tests; not the benchmark, whose client
+// reads the structured content only) each page's text is checked: what a
+// host gives a model is the count and the next cursor, then a header and
+// one line an entry, its id first, ten tab-separated columns.
+const check = process.env.TSLIST_CHECK === '1';
+const HEADER = 'id\tprovider\tdirection\tfrom\tstatus\tclaimed_by\ttimestamp\tcorrelation_id\treply_to\tpreview';
+function checkText(content, sc) {
+  if (content.length !== 1 || content[0].type !== 'text') throw new Error(`a listing's content is not one text: ${JSON.stringify(content).slice(0, 200)}`);
+  const lines = content[0].text.replace(/\n$/, '').split('\n');
+  const cursor = sc.next_cursor ? `cursor "${sc.next_cursor}"` : 'cursor';
+  if (!lines[0].startsWith(`${sc.count} entries`) || lines[0].includes(cursor) !== Boolean(sc.next_cursor)) {
+    throw new Error(`the text's first line ${JSON.stringify(lines[0].slice(0, 200))} does not give the count ${sc.count} and the cursor`);
+  }
+  if (lines.length !== sc.count + 2 || lines[1] !== HEADER) throw new Error(`the text has ${lines.length} lines for ${sc.count} entries`);
+  sc.messages.forEach((m, i) => {
+    const l = lines[i + 2];
+    if (!l.startsWith(m.id + '\t') || l.split('\t').length !== 10) throw new Error(`the text's line for ${m.id} is ${JSON.stringify(l)}`);
+  });
+}
+
+// parseFile is what a consumer of `courier list --format json` spends
+// on its output: reading it (from a file here, from a pipe there) and
+// JSON.parse.
+function parseFile(path) {
+  const cpu = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  const list = JSON.parse(fs.readFileSync(path, 'utf8'));
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  const used = process.cpuUsage(cpu);
+  return { ms, cpu_ms: (used.user + used.system) / 1000, entries: list.length };
 }
 
 async function page(client, limit) {
@@ -114,6 +149,7 @@ async function page(client, limit) {
       decodeNs += process.hrtime.bigint() - t;
     }
     if (sc.count !== sc.messages.length) throw new Error(`count ${sc.count}, ${sc.messages.length} messages`);
+    if (check) checkText(res.content, sc);
     entries += sc.count;
     pages++;
     cursor = sc.next_cursor || '';
