@@ -70,14 +70,8 @@ func messageNode(m *Message) (*ynode, error) {
 
 // valueNode is the tree of v, the value at path.
 func valueNode(v reflect.Value, path string) (*ynode, error) {
-	switch v.Type() {
-	case nullStringType:
-		if v.Len() == 0 {
-			return ynull, nil
-		}
-		return ystr(v.String()), nil
-	case timeType:
-		return ystr(timeOf(v).Format()), nil
+	if n := leafNode(v); n != nil {
+		return n, nil
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -90,29 +84,50 @@ func valueNode(v reflect.Value, path string) (*ynode, error) {
 	case reflect.Slice, reflect.Array:
 		items := make([]*ynode, v.Len())
 		for i := range items {
-			n, err := valueNode(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			if items[i] = leafNode(v.Index(i)); items[i] != nil {
+				continue
+			}
+			n, err := valueNode(v.Index(i), path+"["+strconv.Itoa(i)+"]")
 			if err != nil {
 				return nil, err
 			}
 			items[i] = n
 		}
 		return ylist(items), nil
-	case reflect.String:
-		return ystr(v.String()), nil
-	case reflect.Bool:
-		return ybool(v.Bool()), nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return yint(v.Int()), nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return yuint(v.Uint()), nil
-	case reflect.Float32, reflect.Float64:
-		return floatNode(v.Float()), nil
 	}
 	n, err := anyNode(v.Interface()) // maps, interfaces
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return n, nil
+}
+
+// leafNode is the node of a scalar v (a string, a number, a bool, a
+// NullString, a Time), or nil: a leaf needs no path, which is built only
+// for what can fail (maps and interfaces) and what holds it.
+func leafNode(v reflect.Value) *ynode {
+	switch v.Type() {
+	case nullStringType:
+		if v.Len() == 0 {
+			return ynull
+		}
+		return ystr(v.String())
+	case timeType:
+		return ystr(timeOf(v).Format())
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return ystr(v.String())
+	case reflect.Bool:
+		return ybool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return yint(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return yuint(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		return floatNode(v.Float())
+	}
+	return nil
 }
 
 func timeOf(v reflect.Value) Time {
@@ -130,9 +145,12 @@ func structNode(v reflect.Value, path string) (*ynode, error) {
 		if f.omitEmpty && emptyValue(fv, f.isZeroer) {
 			continue
 		}
-		n, err := valueNode(fv, joinPath(path, f.key))
-		if err != nil {
-			return nil, err
+		n := leafNode(fv)
+		if n == nil {
+			var err error
+			if n, err = valueNode(fv, joinPath(path, f.key)); err != nil {
+				return nil, err
+			}
 		}
 		m.keys = append(m.keys, f.key)
 		m.vals = append(m.vals, n)
