@@ -501,6 +501,9 @@ func plainSafe(s string) bool {
 			return false
 		}
 	}
+	if len(s) > len("false") {
+		return true // longer than any reserved word
+	}
 	switch strings.ToLower(s) {
 	case "true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf":
 		return false
@@ -516,7 +519,7 @@ func literalSafe(s string) bool {
 	if strings.TrimRight(s, "\n") == "" || strings.HasPrefix(s, "\n") || strings.ContainsRune(s, '\r') {
 		return false
 	}
-	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimRight(s, "\n"), "\n") {
 		if line == "" {
 			continue
 		}
@@ -544,7 +547,7 @@ func emitLiteral(b *bytes.Buffer, s string, indent int) {
 	default:
 		b.WriteString("|+\n")
 	}
-	for _, line := range strings.Split(body, "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if line != "" {
 			writeIndent(b, indent)
 			b.WriteString(line)
