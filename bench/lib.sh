@@ -1,0 +1,36 @@
+# Shared by the bench/*.sh scripts (sourced): the machine's description,
+# the load average, and the table they print. Keep it to what several
+# scripts use; the Go benchmarks share bench/internal/benchutil.
+
+# bench_header prints the machine, the Go version and the load average.
+bench_header() {
+  local cpu
+  cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
+  echo "== $(nproc) cores ($cpu), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r), $(go version | cut -d' ' -f3)"
+  echo "== $*, load average $(loadavg)"
+}
+
+# loadavg is the 1, 5 and 15 minute load averages.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# bench_table FILE prints FILE's tab-separated rows (measure, courier,
+# baseline, ratio, target, met) as a Markdown table.
+bench_table() {
+  awk -F'\t' '
+    BEGIN { print "| measure | courier | baseline | ratio | target | met |"; print "|---|---|---|---|---|---|" }
+    { printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }
+  ' "$1"
+}
+
+# spread prints "median (min-max)" of the numbers in FILE, one a line,
+# with FMT (default %.3f): the figure every script reports.
+spread() {
+  sort -g "$1" | awk -v f="${2:-%.3f}" '{a[NR]=$1} END{m=a[int((NR+1)/2)]; printf f " (" f "-" f ")\n", m, a[1], a[NR]}'
+}
+
+# median prints the median of the numbers in FILE (the lower one of an
+# even count, as spread does).
+median() { sort -g "$1" | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+
+# ratio A B prints A/B to two places.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
