@@ -34,3 +34,32 @@ median() { sort -g "$1" | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
 # ratio A B prints A/B to two places.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+
+# bench_time DIR LABEL CMD: runs the shell command CMD (a string) once
+# under GNU time (output discarded) and appends its wall seconds to
+# DIR/LABEL.wall and its peak RSS (MB) to DIR/LABEL.rss.
+bench_time() {
+  local dir=$1 label=$2 cmd=$3
+  /usr/bin/time -f "%e %M" -o "$dir/$label.one" bash -c "$cmd" >/dev/null 2>&1
+  tail -n 1 "$dir/$label.one" | awk -v w="$dir/$label.wall" -v r="$dir/$label.rss" '{print $1 >> w; printf "%.1f\n", $2 / 1024 >> r}'
+}
+
+# bench_alternate ROUNDS DIR LABEL1 CMD1 LABEL2 CMD2 [LABEL3 CMD3]: the
+# sides (each CMD a shell command, a string) run ROUNDS times
+# under bench_time, interleaved, the order rotating each round, after one
+# untimed run of each.
+bench_alternate() {
+  local rounds=$1 dir=$2 i k n
+  shift 2
+  local labels=() cmds=()
+  while [ $# -gt 0 ]; do labels+=("$1"); cmds+=("$2"); shift 2; done
+  n=${#labels[@]}
+  for k in $(seq 0 $((n - 1))); do bash -c "${cmds[$k]}" >/dev/null 2>&1; done
+  for i in $(seq 0 $((rounds - 1))); do
+    for k in $(seq 0 $((n - 1))); do
+      local j=$(((i + k) % n))
+      sync
+      bench_time "$dir" "${labels[$j]}" "${cmds[$j]}"
+    done
+  done
+}
