@@ -62,22 +62,22 @@ cat_all="find '$ws/.monoco/mailbox' -name '*.md' -print0 | xargs -0 cat"
 report() { # LABEL: the figures of one side
   printf '%-36s %s s, peak RSS %s MB\n' "$1" "$(spread "$t/$1.wall" %.2f)" "$(spread "$t/$1.rss" %.0f)"
 }
+# part NAME RUNS COURIER-CMD BASELINE-LABEL BASELINE-CMD BEFORE-CMD: the
+# sides of one measure, alternated, and their figures.
+part() {
+  local sides=("courier-$1" "$3" "$4" "$5")
+  [ -z "$BEFORE" ] || sides+=("before-$1" "$6")
+  bench_alternate "$2" "$t" "${sides[@]}"
+  report "courier-$1"
+  report "$4"
+  [ -z "$BEFORE" ] || report "before-$1"
+}
 
 echo "== list --all --format json, $N messages, $RUNS runs each, load average before $(loadavg)"
-if [ -n "$BEFORE" ]; then
-  bench_alternate "$RUNS" "$t" courier-list "$c_list" grep-ids "$grep_ids" before-list "$b_list"
-else
-  bench_alternate "$RUNS" "$t" courier-list "$c_list" grep-ids "$grep_ids"
-fi
-report courier-list; report grep-ids; [ -z "$BEFORE" ] || report before-list
+part list "$RUNS" "$c_list" grep-ids "$grep_ids" "$b_list"
 echo "courier/grep time: $(ratio "$(median "$t/courier-list.wall")" "$(median "$t/grep-ids.wall")")x   (target: < 0.300 s, < 100 MB), load average after $(loadavg)"
 
 R=$((RUNS < 3 ? RUNS : 3))
 echo "== reindex, $N messages, $R runs each, load average before $(loadavg)"
-if [ -n "$BEFORE" ]; then
-  bench_alternate "$R" "$t" courier-reindex "$c_reindex" find-cat "$cat_all" before-reindex "$b_reindex"
-else
-  bench_alternate "$R" "$t" courier-reindex "$c_reindex" find-cat "$cat_all"
-fi
-report courier-reindex; report find-cat; [ -z "$BEFORE" ] || report before-reindex
+part reindex "$R" "$c_reindex" find-cat "$cat_all" "$b_reindex"
 echo "courier/cat time: $(ratio "$(median "$t/courier-reindex.wall")" "$(median "$t/find-cat.wall")")x   (target: < 30 s), load average after $(loadavg)"

@@ -112,34 +112,31 @@ func workspace(b *testing.B, bin string, fake *larkfake.Server, ws string) strin
 	return web
 }
 
+// larkChat is the Lark side of benchutil.Chat: the fake, the workspace,
+// the events and the replies.
+var larkChat = benchutil.Chat[*larkfake.Server]{
+	Provider: "lark", Title: "Lark", NewFake: newFake, Workspace: workspace,
+	Latencies:   func(b *testing.B, fake *larkfake.Server, n int) []time.Duration { return latencies(b, fake, 0, n) },
+	Bare:        "bare oapi-sdk-go ws handler + fsync",
+	BareHandler: bareHandler,
+	Draft: func(i int) string {
+		return fmt.Sprintf("---\nreply_to: lark_om_bench_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", i, i, i)
+	},
+	Delivered: func(fake *larkfake.Server) int { return len(fake.Sent()) },
+	LoopName:  "oapi-sdk-go Reply loop",
+	Loop:      replyLoop,
+}
+
 // BenchmarkEventToFile: event → durable file, Courier against a bare SDK
 // handler that writes and fsyncs the JSON before it returns (and the SDK
 // acks); the two interleaved over -rounds rounds, each against a fresh
-// fake Lark into a fresh folder (benchutil.Sample).
-func BenchmarkEventToFile(b *testing.B) {
-	n := *eventsFlag
-	courier := func(bin string) func(*testing.B, string, int) []time.Duration {
-		return func(b *testing.B, ws string, n int) []time.Duration {
-			fake := newFake(b)
-			web := workspace(b, bin, fake, ws)
-			return benchutil.ServeEvents(b, bin, ws, web, "lark", n, func() []time.Duration { return latencies(b, fake, 0, n) })
-		}
-	}
-	bare := &benchutil.Sampler{Name: "bare oapi-sdk-go ws handler + fsync", Run: func(b *testing.B, dir string, n int) []time.Duration {
-		base := newFake(b)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go bareHandler(ctx, base, dir)
-		lat := latencies(b, base, 0, n)
-		cancel()
-		if got, _ := os.ReadDir(dir); len(got) != n {
-			b.Fatalf("the baseline wrote %d files for %d events", len(got), n)
-		}
-		return lat
-	}}
-	s, load := benchutil.Sample(b, *benchutil.RoundsFlag, n, courier, bare)
-	benchutil.ReportPcts(b, fmt.Sprintf("Lark event → durable file, over %d events a round", n), load, 20*time.Millisecond, s)
-}
+// fake Lark into a fresh folder (benchutil.Chat).
+func BenchmarkEventToFile(b *testing.B) { larkChat.EventToFile(b, *eventsFlag) }
+
+// BenchmarkReplies: drafts queued while the service is down, then sent by
+// `courier serve`; against the SDK's Im.Message.Reply in a loop;
+// interleaved likewise.
+func BenchmarkReplies(b *testing.B) { larkChat.Replies(b, *repliesFlag) }
 
 // bareHandler is what a user would write without Courier: the SDK's ws
 // client, each message event's JSON written to a file and fsynced in the
@@ -165,32 +162,15 @@ func bareHandler(ctx context.Context, fake *larkfake.Server, dir string) {
 	c.Start(ctx)
 }
 
-// BenchmarkReplies: drafts queued while the service is down, then sent by
-// `courier serve`; against the SDK's Im.Message.Reply in a loop;
-// interleaved over -rounds rounds, each against a fresh fake Lark into a
-// fresh folder.
-func BenchmarkReplies(b *testing.B) {
-	n := *repliesFlag
-	courier := func(bin string) func(*testing.B, string, int) []time.Duration {
-		return func(b *testing.B, ws string, n int) []time.Duration {
-			fake := newFake(b)
-			web := workspace(b, bin, fake, ws)
-			// The messages answered: in the mailbox and in Lark.
-			benchutil.ServeEvents(b, bin, ws, web, "lark", n, func() []time.Duration { return latencies(b, fake, 0, n) })
-			draft := func(i int) string {
-				return fmt.Sprintf("---\nreply_to: lark_om_bench_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", i, i, i)
-			}
-			return []time.Duration{benchutil.ServeReplies(b, bin, ws, web, "lark", n, draft, func() int { return len(fake.Sent()) })}
-		}
+// replyLoop is the baseline of BenchmarkReplies: the SDK's
+// Im.Message.Reply, n replies, one after the other.
+func replyLoop(b *testing.B, fake *larkfake.Server, n int) func() {
+	for i := range n { // the messages answered, as Courier's side has them
+		event(fake, i)
 	}
-	loop := &benchutil.Sampler{Name: "oapi-sdk-go Reply loop", Run: func(b *testing.B, _ string, n int) []time.Duration {
-		fake := newFake(b)
-		o := fake.Options()
-		for i := range n { // the messages answered, as Courier's side has them
-			event(fake, i)
-		}
-		client := lark.NewClient(o.AppID, o.AppSecret, lark.WithOpenBaseUrl(fake.URL()), lark.WithLogLevel(larkcore.LogLevelError))
-		start := time.Now()
+	o := fake.Options()
+	client := lark.NewClient(o.AppID, o.AppSecret, lark.WithOpenBaseUrl(fake.URL()), lark.WithLogLevel(larkcore.LogLevelError))
+	return func() {
 		for i := 0; i < n; i++ {
 			post, _ := json.Marshal(map[string]any{"zh_cn": map[string]any{"content": [][]map[string]any{{
 				{"tag": "text", "text": "Re-running "}, {"tag": "text", "text": fmt.Sprintf("step %d", i), "style": []string{"bold"}},
@@ -201,8 +181,5 @@ func BenchmarkReplies(b *testing.B) {
 				b.Fatalf("reply %d: %v %+v", i, err, resp)
 			}
 		}
-		return []time.Duration{time.Since(start)}
-	}}
-	s, load := benchutil.Sample(b, *benchutil.RoundsFlag, n, courier, loop)
-	benchutil.ReportRuns(b, fmt.Sprintf("%d Lark replies queued → sent (service start included)", n), n, load, s)
+	}
 }

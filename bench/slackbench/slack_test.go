@@ -97,34 +97,31 @@ func workspace(b *testing.B, bin string, fake *slackfake.Server, ws string) stri
 	return web
 }
 
+// slack is the Slack side of benchutil.Chat: the fake, the workspace, the
+// events and the replies.
+var slack = benchutil.Chat[*slackfake.Server]{
+	Provider: "slack", Title: "Slack", NewFake: newFake, Workspace: workspace,
+	Latencies:   func(b *testing.B, fake *slackfake.Server, n int) []time.Duration { return latencies(b, fake, 0, n) },
+	Bare:        "bare slack-go handler + fsync",
+	BareHandler: bareHandler,
+	Draft: func(i int) string {
+		return fmt.Sprintf("---\nreply_to: slack_%s_1700000000_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", channel, i, i, i)
+	},
+	Delivered: func(fake *slackfake.Server) int { return len(fake.Posts()) },
+	LoopName:  "slack-go PostMessage loop",
+	Loop:      postLoop,
+}
+
 // BenchmarkEventToFile: event → durable file, Courier against a bare
 // slack-go handler that writes and fsyncs the JSON before it acks; the
 // two interleaved over -rounds rounds, each against a fresh fake Slack
-// into a fresh folder (benchutil.Sample).
-func BenchmarkEventToFile(b *testing.B) {
-	n := *eventsFlag
-	courier := func(bin string) func(*testing.B, string, int) []time.Duration {
-		return func(b *testing.B, ws string, n int) []time.Duration {
-			fake := newFake(b)
-			web := workspace(b, bin, fake, ws)
-			return benchutil.ServeEvents(b, bin, ws, web, "slack", n, func() []time.Duration { return latencies(b, fake, 0, n) })
-		}
-	}
-	bare := &benchutil.Sampler{Name: "bare slack-go handler + fsync", Run: func(b *testing.B, dir string, n int) []time.Duration {
-		base := newFake(b)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go bareHandler(ctx, base, dir)
-		lat := latencies(b, base, 0, n)
-		cancel()
-		if got, _ := os.ReadDir(dir); len(got) != n {
-			b.Fatalf("the baseline wrote %d files for %d events", len(got), n)
-		}
-		return lat
-	}}
-	s, load := benchutil.Sample(b, *benchutil.RoundsFlag, n, courier, bare)
-	benchutil.ReportPcts(b, fmt.Sprintf("Slack event → durable file, over %d events a round", n), load, 20*time.Millisecond, s)
-}
+// into a fresh folder (benchutil.Chat).
+func BenchmarkEventToFile(b *testing.B) { slack.EventToFile(b, *eventsFlag) }
+
+// BenchmarkReplies: drafts queued while the service is down, then posted
+// by `courier serve` (from its start until the fake holds every post);
+// against slack-go's PostMessage in a loop; interleaved likewise.
+func BenchmarkReplies(b *testing.B) { slack.Replies(b, *repliesFlag) }
 
 // bareHandler is what a user would write without Courier: slack-go's
 // socketmode client, each event's JSON written to a file and fsynced, then
@@ -156,32 +153,15 @@ func bareHandler(ctx context.Context, fake *slackfake.Server, dir string) {
 	client.RunContext(ctx)
 }
 
-// BenchmarkReplies: drafts queued while the service is down, then posted
-// by `courier serve` (from its start until the fake holds every post);
-// against slack-go's PostMessage in a loop; interleaved over -rounds
-// rounds, each against a fresh fake Slack into a fresh folder.
-func BenchmarkReplies(b *testing.B) {
-	n := *repliesFlag
-	courier := func(bin string) func(*testing.B, string, int) []time.Duration {
-		return func(b *testing.B, ws string, n int) []time.Duration {
-			fake := newFake(b)
-			web := workspace(b, bin, fake, ws)
-			// The messages answered: in the mailbox and in Slack.
-			benchutil.ServeEvents(b, bin, ws, web, "slack", n, func() []time.Duration { return latencies(b, fake, 0, n) })
-			draft := func(i int) string {
-				return fmt.Sprintf("---\nreply_to: slack_%s_1700000000_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", channel, i, i, i)
-			}
-			return []time.Duration{benchutil.ServeReplies(b, bin, ws, web, "slack", n, draft, func() int { return len(fake.Posts()) })}
-		}
+// postLoop is the baseline of BenchmarkReplies: slack-go's PostMessage,
+// n replies in their threads, one after the other.
+func postLoop(b *testing.B, fake *slackfake.Server, n int) func() {
+	for i := range n { // the messages answered, as Courier's side has them
+		event(fake, i)
 	}
-	loop := &benchutil.Sampler{Name: "slack-go PostMessage loop", Run: func(b *testing.B, _ string, n int) []time.Duration {
-		fake := newFake(b)
-		o := fake.Options()
-		for i := range n { // the messages answered, as Courier's side has them
-			event(fake, i)
-		}
-		api := slackapi.New(o.BotToken, slackapi.OptionAPIURL(fake.APIURL()))
-		start := time.Now()
+	o := fake.Options()
+	api := slackapi.New(o.BotToken, slackapi.OptionAPIURL(fake.APIURL()))
+	return func() {
 		for i := 0; i < n; i++ {
 			_, _, err := api.PostMessage(channel, slackapi.MsgOptionText(fmt.Sprintf("Re-running *step %d* now; see <https://example.com/rb/%d|the runbook>.", i, i), false),
 				slackapi.MsgOptionTS(fmt.Sprintf("1700000000.%06d", i)))
@@ -189,8 +169,5 @@ func BenchmarkReplies(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		return []time.Duration{time.Since(start)}
-	}}
-	s, load := benchutil.Sample(b, *benchutil.RoundsFlag, n, courier, loop)
-	benchutil.ReportRuns(b, fmt.Sprintf("%d Slack replies queued → posted (service start included)", n), n, load, s)
+	}
 }
