@@ -26,7 +26,8 @@ go build -o "$work/genmailbox" ./bench/genmailbox
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench: needs GNU time (/usr/bin/time, Debian package time)" >&2; exit 1; }
 now() { date +%s.%N; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+go build -o "$work/membench" ./bench/membench
+port=$("$work/membench" port)
 head -c 100000000 /dev/urandom >"$work/big.bin"
 
 # Every workspace, made before anything is timed: ws.SIDE.ROUND (round 0

@@ -22,9 +22,10 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/courier-bench.XXXXXX")
 trap '"$work/courier" --root "$work/ws" stop --force >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 go build -o "$work/courier" ./cmd/courier
+go build -o "$work/membench" ./bench/membench
 c() { "$work/courier" --root "$work/ws" "$@"; }
 now() { date +%s.%N; }
-free() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free() { "$work/membench" port; }
 
 c init >/dev/null
 web=$(free)
@@ -40,9 +41,9 @@ EOF
 verbs() {
   local t0 t1
   t0=$(now); "$1" --root "$work/ws" start >/dev/null; t1=$(now)
-  echo "$t1 - $t0" | bc >>"$work/start.$2"
+  elapsed "$t0" "$t1" >>"$work/start.$2"
   t0=$(now); "$1" --root "$work/ws" stop >/dev/null; t1=$(now)
-  echo "$t1 - $t0" | bc >>"$work/stop.$2"
+  elapsed "$t0" "$t1" >>"$work/stop.$2"
 }
 # script: one start and one stop as a user scripts them.
 script() {
@@ -52,13 +53,13 @@ script() {
   pid=$!
   until curl -sf "http://127.0.0.1:$web/health" 2>/dev/null | grep -q started_at; do sleep 0.05; done
   t1=$(now)
-  echo "$t1 - $t0" | bc >>"$work/start.sh"
+  elapsed "$t0" "$t1" >>"$work/start.sh"
   t0=$(now)
   kill -TERM "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
   t1=$(now)
   wait "$pid" 2>/dev/null || true
-  echo "$t1 - $t0" | bc >>"$work/stop.sh"
+  elapsed "$t0" "$t1" >>"$work/stop.sh"
 }
 sides=("verbs $work/courier cli" script)
 [ -z "$BEFORE" ] || sides+=("verbs $BEFORE before")

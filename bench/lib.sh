@@ -32,6 +32,9 @@ spread() {
 # even count, as spread does).
 median() { sort -g "$1" | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
+# elapsed T0 T1 prints T1 - T0 (seconds, as date +%s.%N gives them).
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.4f\n", b - a}'; }
+
 # ratio A B prints A/B to two places.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
