@@ -281,11 +281,11 @@ func BenchmarkFetchLargeAttachment(b *testing.B) {
 		return out
 	}
 	report(b, row{fmt.Sprintf("100 MB attachment: peak RSS added (vs a 4.6 KB message), median of %d; fetch took %s; %s", len(bigRuns[0]), spread(wall(bigRuns[0])), load),
-		fmt.Sprintf("+%s (%s - %s)", mb(cd), mb(rss(bigRuns[0])), mb(rss(smallRuns[0]))),
-		fmt.Sprintf("mbsync: +%s (%s - %s), fetch took %s", mb(md), mb(rss(bigRuns[1])), mb(rss(smallRuns[1])), spread(wall(bigRuns[1]))),
+		fmt.Sprintf("%+.1f MB (%s - %s)", float64(cd)/(1<<20), mb(rss(bigRuns[0])), mb(rss(smallRuns[0]))),
+		fmt.Sprintf("mbsync: %+.1f MB (%s - %s), fetch took %s", float64(md)/(1<<20), mb(rss(bigRuns[1])), mb(rss(smallRuns[1])), spread(wall(bigRuns[1]))),
 		"", ratio(float64(cd), float64(md)), "< 16 MB", met(cd < 16<<20)})
 	if len(fetchers) > 2 {
-		report(b, row{"  -before build", fmt.Sprintf("+%s, fetch took %s", mb(added[2]), spread(wall(bigRuns[2]))), "", "", "", "< 16 MB", met(added[2] < 16<<20)})
+		report(b, row{"  -before build", fmt.Sprintf("%+.1f MB, fetch took %s", float64(added[2])/(1<<20), spread(wall(bigRuns[2]))), "", "", "", "< 16 MB", met(added[2] < 16<<20)})
 	}
 }
 
