@@ -16,7 +16,12 @@
 #      serve` idling, beside a bare IDLE client's APPEND -> EXISTS
 #      (Dovecot's own notification delay);
 #   4. 1,000 drafts delivered by `courier serve` to Postfix's smtp-sink
-#      against msmtp sending the same 1,000 messages, a process each.
+#      against msmtp sending 1,000 of the same messages, a process each;
+#      and drafts -> SMTP one at a time, p50 (target: under 50 ms).
+# 2-4 follow the same method as 1, over min(RUNS, 3) rounds: the sides
+# interleave after a warm-up, each run in a fresh folder (and a fresh
+# Dovecot or smtp-sink), nothing deleted until the end, each figure the
+# median (min-max) over the rounds, with the load average.
 # The benchmarks are Go code in bench/emailbench (they start their own
 # Dovecot and smtp-sink through internal/testutil); this script builds the
 # binary, runs them once each and prints the table.
@@ -25,7 +30,7 @@
 #   RUNS=5 N=5000 SAMPLES=50 DRAFTS=1000 PACED=200   the sizes (defaults shown)
 #   PREFILL=50000                                      inbound messages in the send benchmark's mailbox first
 #   BENCH=Fetch                                        a subset (a -bench regexp)
-#   BEFORE=path/to/courier                             another build, run as a fourth side of the fetch (before/after in one run)
+#   BEFORE=path/to/courier                             another build, run as one more side of each (before/after in one run)
 # Needs what scripts/test.sh installs (as root on Debian): dovecot-imapd,
 # isync, msmtp, postfix (smtp-sink), time.
 set -euo pipefail
@@ -38,6 +43,7 @@ PREFILL=${PREFILL:-0}
 BENCH=${BENCH:-.}
 BEFORE=${BEFORE:-}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 export PATH="$PATH:/usr/sbin:/sbin"
 
 missing=()
@@ -59,13 +65,13 @@ go test -c -o "$work/emailbench.test" ./bench/emailbench
 cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
 echo "== $(nproc) cores ($cpu), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r)"
 echo "== $(go version | cut -d' ' -f3), dovecot $(dovecot --version | cut -d' ' -f1), $(mbsync --version), $(msmtp --version | head -1)"
-echo "== load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== load average $(loadavg)"
 echo "== RUNS=$RUNS N=$N SAMPLES=$SAMPLES DRAFTS=$DRAFTS PACED=$PACED PREFILL=$PREFILL"
 start=$(date +%s)
 (cd bench/emailbench && "$work/emailbench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime 1x \
   -test.timeout 60m -courier "$work/courier" -floor "$work/imapfloor" -before "$BEFORE" -runs "$RUNS" -n "$N" -samples "$SAMPLES" \
   -drafts "$DRAFTS" -paced "$PACED" -prefill "$PREFILL" -out "$work/rows.tsv")
-echo "== done in $(( $(date +%s) - start )) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== done in $(( $(date +%s) - start )) s, load average $(loadavg)"
 echo
 awk -F'\t' '
   BEGIN { print "| measure | courier | baseline | floor | ratio | target | met |"; print "|---|---|---|---|---|---|---|" }

@@ -7,26 +7,32 @@
 #      that writes the JSON, fsyncs and acks;
 #   2. REPLIES drafts queued -> sent as replies by courier serve,
 #      against the SDK's Im.Message.Reply in a loop.
+# The two sides interleave over ROUNDS rounds (the order rotating each
+# round, after an untimed warm-up of each), each run against a fresh fake
+# in a folder of its own created before the first timed run, nothing
+# deleted until the end; each percentile and time is given as the median
+# (min-max) over the rounds, with the load average before and after. The
+# event p99 has a target: under 20 ms.
 # The benchmarks are Go code in bench/larkbench; this script builds the
-# binary, runs them once each and prints the table.
+# binary, runs them and prints the table.
 #
-# Usage: bench/lark.sh            EVENTS=5000 REPLIES=1000 (defaults)
+# Usage: bench/lark.sh            EVENTS=5000 REPLIES=1000 ROUNDS=3 (defaults; EVENTS and REPLIES a round)
+#        BEFORE=path/to/courier  another build, run as a third side (a before/after in one run)
 set -euo pipefail
 EVENTS=${EVENTS:-5000}
 REPLIES=${REPLIES:-1000}
+ROUNDS=${ROUNDS:-3}
+BEFORE=${BEFORE:-}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/courier-larkbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/courier" ./cmd/courier
 go test -c -o "$work/larkbench.test" ./bench/larkbench
 : >"$work/rows.tsv"
-cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
-echo "== $(nproc) cores ($cpu), $(awk '/MemTotal/{printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r), $(go version | cut -d' ' -f3)"
-echo "== EVENTS=$EVENTS REPLIES=$REPLIES, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-(cd bench/larkbench && "$work/larkbench.test" -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout 30m \
-  -courier "$work/courier" -events "$EVENTS" -replies "$REPLIES" -out "$work/rows.tsv")
+bench_header "EVENTS=$EVENTS REPLIES=$REPLIES ROUNDS=$ROUNDS${BEFORE:+ BEFORE=$BEFORE}"
+(cd bench/larkbench && "$work/larkbench.test" -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout 60m \
+  -courier "$work/courier" -before "$BEFORE" -rounds "$ROUNDS" -events "$EVENTS" -replies "$REPLIES" -out "$work/rows.tsv")
+echo "== load average after $(loadavg)"
 echo
-awk -F'\t' '
-  BEGIN { print "| measure | courier | baseline | ratio | target | met |"; print "|---|---|---|---|---|---|" }
-  { printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }
-' "$work/rows.tsv"
+bench_table "$work/rows.tsv"

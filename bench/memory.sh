@@ -31,11 +31,15 @@
 #        BASE=<commit> bench/memory.sh     another baseline
 #        BASE=bf1eeba CLASSES="address-header address-header-8 address-max-8" bench/memory.sh
 #                                          issue 18's address headers
+# The two builds alternate (the order swapping from class to class), each
+# class in fresh workspaces, nothing deleted until the end; the load
+# average is printed before and after each class.
 # Needs GNU time (/usr/bin/time; Debian package time) and git.
 set -euo pipefail
 BASE=${BASE:-9a4e235}
 CLASSES=${CLASSES:-"html30 html60 text140 attach100"}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench: needs GNU time (/usr/bin/time, Debian package time)" >&2; exit 1; }
 
@@ -118,6 +122,7 @@ tools() {
   row "$class" "reindex$label: peak RSS (MB)" "$side" "$(rss "$bin" --root "$ws" reindex)"
 }
 
+k=0
 for class in $CLASSES; do
   case $class in
     html30) kind=html30 n=1 conc=1 ;;
@@ -129,17 +134,19 @@ for class in $CLASSES; do
     address-max-8) kind=ccmax n=8 conc=8 ;;
     *) echo "bench: unknown class $class" >&2; exit 1 ;;
   esac
-  echo "== $class"
   eml=$work/$kind.eml
-  "$work/membench" gen -kind "$kind" -o "$eml"
-  for side in base after; do
+  [ -f "$eml" ] || "$work/membench" gen -kind "$kind" -o "$eml"
+  echo "== $class, load average before $(loadavg)"
+  if [ $((k % 2)) -eq 0 ]; then order="base after"; else order="after base"; fi
+  k=$((k + 1))
+  for side in $order; do
     serve "$side" "$class" "$eml" "$n" "$conc"
     tools "$side" "$class" "$work/ws-$side-$class" ""
   done
   # The new binary on the files BASE wrote.
   tools after "$class" "$work/ws-base-$class" " (old file)"
   awk -F'\t' -v c="$class" '$1 == c {printf "  %-40s %-6s %s\n", $2, $3, $4}' "$rows"
-  rm -rf "$work/ws-base-$class" "$work/ws-after-$class" "$eml"
+  echo "   load average after $(loadavg)"
 done
 
 echo

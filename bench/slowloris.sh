@@ -38,6 +38,9 @@
 # Usage: bench/slowloris.sh                      (about 5 minutes)
 #        N=2000 IPS=200 MAILS=50 FDS=1024 BASE=9a4e235 CLASSES="quiet slowloris fdlimit longline rcpts" bench/slowloris.sh
 #        BASE=bf1eeba CLASSES=listener bench/slowloris.sh          (about 12 minutes)
+# The two builds alternate class by class (the order swapping each class),
+# each in a fresh workspace, nothing deleted until the end; the load
+# average is printed before and after each class.
 # Needs GNU time (/usr/bin/time; Debian package time) and git. The slow
 # clients need N file descriptors, and Courier at BASE as many: the
 # script raises the soft limit to the hard one (ulimit -n).
@@ -52,6 +55,7 @@ SN=${SN:-64}
 PROBES=${PROBES:-10}
 CLASSES=${CLASSES:-"quiet slowloris fdlimit longline rcpts"}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 TIME=/usr/bin/time
 [ -x "$TIME" ] || { echo "bench: needs GNU time (/usr/bin/time, Debian package time)" >&2; exit 1; }
 ulimit -n "$(ulimit -Hn)"
@@ -117,7 +121,6 @@ stop() {
   wait "$timepid" || true
   servepid=""
   row "$2" "courier serve: peak RSS (MB)" "$1" "$(awk '{v=$1} END {printf "%.0f", v/1024}' "$work/rss")"
-  rm -rf "$ws"
 }
 
 # attack SLOWBENCH-ARGS...: 5 warm-up mails, then N slow clients; once they
@@ -187,9 +190,12 @@ listener() {
   row listener "socket claim answered of $PROBES, $SN slow bodies" "$side" "$(field post_answered "$out")"
 }
 
-for side in base after; do
-  for class in $CLASSES; do
-    echo "== $side $class"
+k=0
+for class in $CLASSES; do
+  if [ $((k % 2)) -eq 0 ]; then order="base after"; else order="after base"; fi
+  k=$((k + 1))
+  for side in $order; do
+    echo "== $side $class, load average before $(loadavg)"
     if [ "$class" = fdlimit ]; then start "$side" "$class" "$FDS"; else start "$side" "$class"; fi
     case $class in
       quiet)
@@ -227,6 +233,7 @@ for side in base after; do
     esac
     stop "$side" "$class"
     awk -F'\t' -v c="$class" -v s="$side" '$1 == c && $3 == s {printf "   %-40s %s\n", $2, $4}' "$rows"
+    echo "   load average after $(loadavg)"
   done
 done
 

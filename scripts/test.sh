@@ -29,6 +29,7 @@ fi
 declare -A pkg=(
   [dovecot]=dovecot-imapd [doveadm]=dovecot-core [smtp-sink]=postfix [mbsync]=isync
   [msmtp]=msmtp [swaks]=swaks [systemd-analyze]=systemd [/usr/bin/time]=time
+  [curl]=curl # bench/daemon.sh and bench/agents.sh ask /health
   [chromium]=chromium # the web viewer's browser tests (chromedp)
 )
 missing=()

@@ -18,7 +18,9 @@
 //     queued → accepted latency of drafts queued by `courier send`.
 //
 // They drive the real binary and real servers (internal/testutil), ignore
-// b.N and do their own repetitions: run them once each,
+// b.N and do their own repetitions (those after BenchmarkFetch over
+// min(-runs, 3) rounds, interleaved by benchutil.Interleave): run them
+// once each,
 //
 //	go test -run '^$' -bench . -benchtime 1x -timeout 60m ./bench/emailbench -args -runs 5
 //

@@ -8,11 +8,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/monoco/courier/bench/internal/benchutil"
 	"github.com/monoco/courier/internal/testutil"
 )
 
@@ -106,11 +106,6 @@ func (s *fetchSide) walls() []time.Duration {
 		out[i] = r.Wall
 	}
 	return out
-}
-
-// spread is "median (min-max)" of ds.
-func spread(ds []time.Duration) string {
-	return fmt.Sprintf("%s (%.2f-%.2f)", secs(median(ds)), slices.Min(ds).Seconds(), slices.Max(ds).Seconds())
 }
 
 // BenchmarkFetch: `courier fetch` of -n realistic messages (5,000, 23 MB)
@@ -220,15 +215,6 @@ func rssOf(s *fetchSide) []int64 {
 	return out
 }
 
-// loadavg is the 1, 5 and 15 minute load averages, as /proc/loadavg says.
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "?"
-}
-
 // largeAttachment is the attachment of BenchmarkFetchLargeAttachment:
 // 100 MB (10^8 bytes, under the default max_artifact_bytes of 100 MiB),
 // a 137 MB message once base64-encoded.
@@ -236,40 +222,71 @@ const largeAttachment = 100_000_000
 
 // BenchmarkFetchLargeAttachment: the peak RSS of `courier fetch` of one
 // message carrying a 100 MB attachment, minus that of fetching one typical
-// 4.6 KB message (each into a fresh workspace, each from its own Dovecot):
-// what the attachment costs in memory. mbsync does the same beside it.
-// Medians of min(-runs, 3).
+// 4.6 KB message (each from its own Dovecot): what the attachment costs
+// in memory. mbsync does the same beside it (and -before's build, if
+// given). The sides interleave over min(-runs, 3) rounds after a warm-up
+// (benchutil.Interleave), each run into a folder of its own, nothing
+// deleted until the end; medians.
 func BenchmarkFetchLargeAttachment(b *testing.B) {
 	big, small := testutil.StartDovecot(b), testutil.StartDovecot(b)
 	big.Deliver(b, "INBOX", largeMessage(largeAttachment))
 	small.Deliver(b, "INBOX", syntheticMessage(4)) // with a small attachment: the same code path
-	base := b.TempDir()
-	courierBin(b)
-	var cBig, cSmall, mBig, mSmall []int64
-	var cBigWall []time.Duration
-	for i := range min(*runsFlag, 3) {
-		syscall.Sync() // the wall time reported is the large fetch's
-		dir := func(s string) string { return filepath.Join(base, fmt.Sprintf("%s%d", s, i)) }
-		r := courierFetch(b, big, dir("cbig"), 1)
-		if !hasArtifact(b, dir("cbig"), largeAttachment) {
-			b.Fatalf("no %d-byte artifact in the dropzone after fetching the large message", largeAttachment)
-		}
-		cBig, cBigWall = append(cBig, r.RSS), append(cBigWall, r.Wall)
-		cSmall = append(cSmall, courierFetch(b, small, dir("csmall"), 1).RSS)
-		mBig = append(mBig, mbsyncFetch(b, big, dir("mbig"), 1).RSS)
-		mSmall = append(mSmall, mbsyncFetch(b, small, dir("msmall"), 1).RSS)
-		for _, s := range []string{"cbig", "csmall", "mbig", "msmall"} {
-			os.RemoveAll(dir(s))
-		}
+	type fetcher struct {
+		name  string
+		fetch func(*testing.B, *testutil.Dovecot, string, int) run
 	}
-	cd := medianInt(cBig) - medianInt(cSmall)
-	md := medianInt(mBig) - medianInt(mSmall)
+	fetchers := []fetcher{{"courier", courierFetch}, {"mbsync", mbsyncFetch}}
+	if *beforeFlag != "" {
+		fetchers = append(fetchers, fetcher{"before", func(b *testing.B, d *testutil.Dovecot, ws string, n int) run {
+			return fetchWith(b, *beforeFlag, d, ws, n)
+		}})
+	}
+	bigRuns, smallRuns := make([][]run, len(fetchers)), make([][]run, len(fetchers))
+	var sides []benchutil.Side
+	for i, f := range fetchers {
+		sides = append(sides, benchutil.Side{Name: f.name + "-big", Run: func(b *testing.B, dir string, round int) {
+			r := f.fetch(b, big, dir, 1)
+			if f.name != "mbsync" && !hasArtifact(b, dir, largeAttachment) {
+				b.Fatalf("%s: no %d-byte artifact in the dropzone after fetching the large message", f.name, largeAttachment)
+			}
+			if round >= 0 {
+				bigRuns[i] = append(bigRuns[i], r)
+			}
+		}}, benchutil.Side{Name: f.name + "-small", Run: func(b *testing.B, dir string, round int) {
+			if r := f.fetch(b, small, dir, 1); round >= 0 {
+				smallRuns[i] = append(smallRuns[i], r)
+			}
+		}})
+	}
+	load := benchutil.Interleave(b, min(*runsFlag, 3), true, sides...)
+	rss := func(runs []run) int64 {
+		out := make([]int64, len(runs))
+		for i, r := range runs {
+			out[i] = r.RSS
+		}
+		return medianInt(out)
+	}
+	added := make([]int64, len(fetchers))
+	for i := range fetchers {
+		added[i] = rss(bigRuns[i]) - rss(smallRuns[i])
+	}
+	cd, md := added[0], added[1]
 	b.ReportMetric(float64(cd)/(1<<20), "courier-added-MB")
 	b.ReportMetric(float64(md)/(1<<20), "mbsync-added-MB")
-	report(b, row{fmt.Sprintf("100 MB attachment: peak RSS added (vs a 4.6 KB message), median of %d; fetch took %s", len(cBig), secs(median(cBigWall))),
-		fmt.Sprintf("+%s (%s - %s)", mb(cd), mb(medianInt(cBig)), mb(medianInt(cSmall))),
-		fmt.Sprintf("mbsync: +%s (%s - %s)", mb(md), mb(medianInt(mBig)), mb(medianInt(mSmall))),
+	wall := func(runs []run) []time.Duration {
+		out := make([]time.Duration, len(runs))
+		for i, r := range runs {
+			out[i] = r.Wall
+		}
+		return out
+	}
+	report(b, row{fmt.Sprintf("100 MB attachment: peak RSS added (vs a 4.6 KB message), median of %d; fetch took %s; %s", len(bigRuns[0]), spread(wall(bigRuns[0])), load),
+		fmt.Sprintf("%+.1f MB (%s - %s)", float64(cd)/(1<<20), mb(rss(bigRuns[0])), mb(rss(smallRuns[0]))),
+		fmt.Sprintf("mbsync: %+.1f MB (%s - %s), fetch took %s", float64(md)/(1<<20), mb(rss(bigRuns[1])), mb(rss(smallRuns[1])), spread(wall(bigRuns[1]))),
 		"", ratio(float64(cd), float64(md)), "< 16 MB", met(cd < 16<<20)})
+	if len(fetchers) > 2 {
+		report(b, row{"  -before build", fmt.Sprintf("%+.1f MB, fetch took %s", float64(added[2])/(1<<20), spread(wall(bigRuns[2]))), "", "", "", "< 16 MB", met(added[2] < 16<<20)})
+	}
 }
 
 // hasArtifact reports whether ws's dropzone holds a file of size bytes.

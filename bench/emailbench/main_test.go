@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,20 +14,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monoco/courier/bench/internal/benchutil"
 	"github.com/monoco/courier/internal/testutil"
 )
 
 var (
-	courierFlag = flag.String("courier", "", "the courier binary (default: built from ./cmd/courier for this run)")
-	beforeFlag  = flag.String("before", "", "another courier binary run as a fourth side of the fetch benchmark (a before/after in one run)")
+	// -courier, -before and -out are benchutil's, shared by every bench
+	// package; -before is a fourth side of the fetch benchmark and one
+	// more side of the others (a before/after in one run).
+	courierFlag = benchutil.CourierFlag
+	beforeFlag  = benchutil.BeforeFlag
 	floorFlag   = flag.String("floor", "", "the bare go-imap client of the fetch benchmark (default: built from ./bench/imapfloor for this run)")
-	runsFlag    = flag.Int("runs", 5, "runs of each side of the fetch benchmark (the median is reported; the large-attachment one does at most 3)")
+	runsFlag    = flag.Int("runs", 5, "runs of each side of the fetch benchmark (the median is reported; the others do at most 3 rounds)")
 	fetchNFlag  = flag.Int("n", 5000, "messages in the fetch benchmark")
 	samplesFlag = flag.Int("samples", 50, "IDLE push samples")
 	draftsFlag  = flag.Int("drafts", 1000, "drafts in the send benchmark")
 	pacedFlag   = flag.Int("paced", 200, "drafts queued one `courier send` at a time, for the unloaded latency")
 	prefillFlag = flag.Int("prefill", 0, "inbound messages in the send benchmark's mailbox before it starts")
-	outFlag     = flag.String("out", "", "append the table rows, tab-separated, to this file (bench/email.sh prints them)")
 )
 
 // builds are the binaries built for this run, by package; removed at exit.
@@ -105,30 +107,19 @@ type row struct {
 // report appends rows to -out and logs them.
 func report(b *testing.B, rows ...row) {
 	b.Helper()
-	var buf bytes.Buffer
 	for _, r := range rows {
-		fmt.Fprintf(&buf, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Measure, r.Courier, r.Baseline, r.Floor, r.Ratio, r.Target, r.Met)
-		b.Logf("%s: %s | %s | %s | %s | target %s %s", r.Measure, r.Courier, r.Baseline, r.Floor, r.Ratio, r.Target, r.Met)
-	}
-	if *outFlag == "" {
-		return
-	}
-	f, err := os.OpenFile(*outFlag, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		b.Fatal(err)
+		benchutil.Report(b, r.Measure, r.Courier, r.Baseline, r.Floor, r.Ratio, r.Target, r.Met)
 	}
 }
 
-func met(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "NO"
-}
+func met(ok bool) string { return benchutil.Met(ok) }
+
+// The method's helpers, shared with the other bench packages.
+var (
+	median  = benchutil.Median
+	spread  = benchutil.Spread
+	loadavg = benchutil.Loadavg
+)
 
 // run is one timed process.
 type run struct {
@@ -184,12 +175,7 @@ func timed(b *testing.B, stdin []byte, name string, args ...string) run {
 }
 
 // quantile returns the q-quantile (nearest rank) of ds.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
+func quantile(ds []time.Duration, q float64) time.Duration { return benchutil.Pct(ds, q) }
 
 // rounded returns ds to the millisecond, for logs.
 func rounded(ds []time.Duration) []time.Duration {
@@ -200,15 +186,13 @@ func rounded(ds []time.Duration) []time.Duration {
 	return out
 }
 
-func median(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
-
 func medianInt(xs []int64) int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
 }
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+func secs(d time.Duration) string { return benchutil.Secs(d) }
 func msecs(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
 }
@@ -243,10 +227,10 @@ func countFiles(b *testing.B, dir string) int {
 	return n
 }
 
-// startServe starts `courier --root ws serve` and waits until /health on
+// startServe starts `bin --root ws serve` and waits until /health on
 // httpAddr says it started; the process is killed in b.Cleanup if still
 // running.
-func startServe(b *testing.B, ws, httpAddr string) *testutil.Serve {
+func startServe(b *testing.B, bin, ws, httpAddr string) *testutil.Serve {
 	b.Helper()
-	return testutil.StartServe(b, courierBin(b), httpAddr, "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
+	return testutil.StartServe(b, bin, httpAddr, "--root", ws, "serve", "--log-level", "warn", "--log-format", "text")
 }

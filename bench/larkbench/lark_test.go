@@ -88,15 +88,14 @@ func latencies(b *testing.B, fake *larkfake.Server, first, n int) []time.Duratio
 	return out
 }
 
-// workspace makes a workspace for courier against fake, ws mode, debounce
-// off, and returns it and its HTTP address.
-func workspace(b *testing.B, bin string, fake *larkfake.Server) (string, string) {
+// workspace makes a workspace in ws (an empty folder) for courier against
+// fake, ws mode, debounce off, and returns its HTTP address.
+func workspace(b *testing.B, bin string, fake *larkfake.Server, ws string) string {
 	b.Helper()
-	ws := b.TempDir()
 	if out, err := exec.Command(bin, "--root", ws, "init").CombinedOutput(); err != nil {
 		b.Fatalf("init: %v\n%s", err, out)
 	}
-	secret := filepath.Join(b.TempDir(), "app_secret")
+	secret := filepath.Join(ws, "app_secret")
 	o := fake.Options()
 	os.WriteFile(secret, []byte(o.AppSecret), 0o600)
 	web := testutil.FreeAddr(b)
@@ -110,50 +109,34 @@ func workspace(b *testing.B, bin string, fake *larkfake.Server) (string, string)
 	if err := os.WriteFile(filepath.Join(ws, ".monoco/config/courier.yaml"), []byte(cfg), 0o640); err != nil {
 		b.Fatal(err)
 	}
-	return ws, web
+	return web
+}
+
+// larkChat is the Lark side of benchutil.Chat: the fake, the workspace,
+// the events and the replies.
+var larkChat = benchutil.Chat[*larkfake.Server]{
+	Provider: "lark", Title: "Lark", NewFake: newFake, Workspace: workspace,
+	Latencies:   func(b *testing.B, fake *larkfake.Server, n int) []time.Duration { return latencies(b, fake, 0, n) },
+	Bare:        "bare oapi-sdk-go ws handler + fsync",
+	BareHandler: bareHandler,
+	Draft: func(i int) string {
+		return fmt.Sprintf("---\nreply_to: lark_om_bench_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", i, i, i)
+	},
+	Delivered: func(fake *larkfake.Server) int { return len(fake.Sent()) },
+	LoopName:  "oapi-sdk-go Reply loop",
+	Loop:      replyLoop,
 }
 
 // BenchmarkEventToFile: event → durable file, Courier against a bare SDK
 // handler that writes and fsyncs the JSON before it returns (and the SDK
-// acks).
-func BenchmarkEventToFile(b *testing.B) {
-	n := *eventsFlag
-	bin := benchutil.CourierBin(b)
+// acks); the two interleaved over -rounds rounds, each against a fresh
+// fake Lark into a fresh folder (benchutil.Chat).
+func BenchmarkEventToFile(b *testing.B) { larkChat.EventToFile(b, *eventsFlag) }
 
-	fake := newFake(b)
-	ws, web := workspace(b, bin, fake)
-	s := testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	lat := latencies(b, fake, 0, n)
-	s.Stop(b)
-	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/lark/*.md"))
-	if len(files) != n {
-		b.Fatalf("%d files for %d events", len(files), n)
-	}
-
-	base := newFake(b)
-	dir := b.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go bareHandler(ctx, base, dir)
-	blat := latencies(b, base, 0, n)
-	cancel()
-	if got, _ := os.ReadDir(dir); len(got) != n {
-		b.Fatalf("the baseline wrote %d files for %d events", len(got), n)
-	}
-
-	for _, p := range []struct {
-		name string
-		q    float64
-	}{{"p50", 0.50}, {"p99", 0.99}} {
-		c, bl := benchutil.Pct(lat, p.q), benchutil.Pct(blat, p.q)
-		target, met := "", ""
-		if p.name == "p99" {
-			target, met = "< 20 ms", fmt.Sprint(c < 20*time.Millisecond)
-		}
-		benchutil.Report(b, fmt.Sprintf("Lark event → durable file, %s over %d events", p.name, n), benchutil.Ms(c),
-			"bare oapi-sdk-go ws handler + fsync "+benchutil.Ms(bl), fmt.Sprintf("%.2f×", float64(c)/float64(bl)), target, met)
-	}
-}
+// BenchmarkReplies: drafts queued while the service is down, then sent by
+// `courier serve`; against the SDK's Im.Message.Reply in a loop;
+// interleaved likewise.
+func BenchmarkReplies(b *testing.B) { larkChat.Replies(b, *repliesFlag) }
 
 // bareHandler is what a user would write without Courier: the SDK's ws
 // client, each message event's JSON written to a file and fsynced in the
@@ -179,56 +162,24 @@ func bareHandler(ctx context.Context, fake *larkfake.Server, dir string) {
 	c.Start(ctx)
 }
 
-// BenchmarkReplies: drafts queued while the service is down, then sent by
-// `courier serve`; against the SDK's Im.Message.Reply in a loop.
-func BenchmarkReplies(b *testing.B) {
-	n := *repliesFlag
-	bin := benchutil.CourierBin(b)
-	fake := newFake(b)
-	ws, web := workspace(b, bin, fake)
-
-	// The messages answered: in the mailbox and in Lark.
-	s := testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	latencies(b, fake, 0, n)
-	s.Stop(b)
-	drafts := b.TempDir()
-	for i := 0; i < n; i++ {
-		d := filepath.Join(drafts, fmt.Sprintf("r%d.md", i))
-		body := fmt.Sprintf("---\nreply_to: lark_om_bench_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", i, i, i)
-		os.WriteFile(d, []byte(body), 0o600)
-		if out, err := exec.Command(bin, "--root", ws, "send", d).CombinedOutput(); err != nil {
-			b.Fatalf("send %d: %v\n%s", i, err, out)
-		}
+// replyLoop is the baseline of BenchmarkReplies: the SDK's
+// Im.Message.Reply, n replies, one after the other.
+func replyLoop(b *testing.B, fake *larkfake.Server, n int) func() {
+	for i := range n { // the messages answered, as Courier's side has them
+		event(fake, i)
 	}
-
-	start := time.Now()
-	s = testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	if !testutil.Poll(10*time.Minute, func() bool { return len(fake.Sent()) >= n }) {
-		b.Fatalf("%d of %d sent", len(fake.Sent()), n)
-	}
-	took := time.Since(start)
-	if !testutil.Poll(time.Minute, func() bool {
-		a, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/archive/lark/*.md"))
-		return len(a) == n
-	}) {
-		b.Fatal("not every draft archived")
-	}
-	s.Stop(b)
-
 	o := fake.Options()
 	client := lark.NewClient(o.AppID, o.AppSecret, lark.WithOpenBaseUrl(fake.URL()), lark.WithLogLevel(larkcore.LogLevelError))
-	bstart := time.Now()
-	for i := 0; i < n; i++ {
-		post, _ := json.Marshal(map[string]any{"zh_cn": map[string]any{"content": [][]map[string]any{{
-			{"tag": "text", "text": "Re-running "}, {"tag": "text", "text": fmt.Sprintf("step %d", i), "style": []string{"bold"}},
-			{"tag": "text", "text": " now; see "}, {"tag": "a", "text": "the runbook", "href": fmt.Sprintf("https://example.com/rb/%d", i)}}}}})
-		resp, err := client.Im.Message.Reply(context.Background(), larkim.NewReplyMessageReqBuilder().MessageId(fmt.Sprintf("om_bench_%06d", i)).
-			Body(larkim.NewReplyMessageReqBodyBuilder().MsgType("post").Content(string(post)).Uuid(fmt.Sprintf("bench-%d", i)).Build()).Build())
-		if err != nil || !resp.Success() {
-			b.Fatalf("reply %d: %v %+v", i, err, resp)
+	return func() {
+		for i := 0; i < n; i++ {
+			post, _ := json.Marshal(map[string]any{"zh_cn": map[string]any{"content": [][]map[string]any{{
+				{"tag": "text", "text": "Re-running "}, {"tag": "text", "text": fmt.Sprintf("step %d", i), "style": []string{"bold"}},
+				{"tag": "text", "text": " now; see "}, {"tag": "a", "text": "the runbook", "href": fmt.Sprintf("https://example.com/rb/%d", i)}}}}})
+			resp, err := client.Im.Message.Reply(context.Background(), larkim.NewReplyMessageReqBuilder().MessageId(fmt.Sprintf("om_bench_%06d", i)).
+				Body(larkim.NewReplyMessageReqBodyBuilder().MsgType("post").Content(string(post)).Uuid(fmt.Sprintf("bench-%d", i)).Build()).Build())
+			if err != nil || !resp.Success() {
+				b.Fatalf("reply %d: %v %+v", i, err, resp)
+			}
 		}
 	}
-	btook := time.Since(bstart)
-	benchutil.Report(b, fmt.Sprintf("%d Lark replies queued → sent (service start included)", n), fmt.Sprintf("%.2f s, %.0f/s", took.Seconds(), float64(n)/took.Seconds()),
-		fmt.Sprintf("oapi-sdk-go Reply loop %.2f s, %.0f/s", btook.Seconds(), float64(n)/btook.Seconds()), fmt.Sprintf("%.2f×", took.Seconds()/btook.Seconds()), "", "")
 }

@@ -11,7 +11,9 @@
 //     same run, the tool a user would otherwise use to be woken: an
 //     fsnotify (inotify) watcher on inbound/email/ in this process, which
 //     sees the file's rename. Reported as p50 and p99, and as ratios to
-//     the time to the durable file.
+//     the time to the durable file, each percentile's median (min-max)
+//     over -rounds rounds in fresh workspaces (-before: another build's
+//     rounds interleaved).
 //
 // It drives the real binary and ignores b.N: run it once,
 //

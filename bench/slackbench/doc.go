@@ -14,7 +14,10 @@
 //     archived); beside slack-go's PostMessage posting the same replies in
 //     a loop.
 //
-// They drive the real binary and ignore b.N: run them once each,
+// Both sides interleave over -rounds rounds, each against a fresh fake
+// into a fresh folder (benchutil.Chat, benchutil.Sample); -before runs
+// another courier binary as a third side. They drive the real binary and
+// ignore b.N: run them once each,
 //
 //	go test -run '^$' -bench . -benchtime 1x -timeout 30m ./bench/slackbench
 //

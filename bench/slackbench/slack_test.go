@@ -71,15 +71,15 @@ func latencies(b *testing.B, fake *slackfake.Server, first, n int) []time.Durati
 	return out
 }
 
-// workspace makes a workspace for courier against fake, socket mode,
-// debounce off, and returns it and its HTTP address.
-func workspace(b *testing.B, bin string, fake *slackfake.Server) (string, string) {
+// workspace makes a workspace in ws (an empty folder) for courier against
+// fake, socket mode, debounce off, and returns its HTTP address.
+func workspace(b *testing.B, bin string, fake *slackfake.Server, ws string) string {
 	b.Helper()
-	ws := b.TempDir()
 	if out, err := exec.Command(bin, "--root", ws, "init").CombinedOutput(); err != nil {
 		b.Fatalf("init: %v\n%s", err, out)
 	}
-	secrets := b.TempDir()
+	secrets := filepath.Join(ws, "secrets")
+	os.Mkdir(secrets, 0o700)
 	o := fake.Options()
 	os.WriteFile(filepath.Join(secrets, "bot"), []byte(o.BotToken), 0o600)
 	os.WriteFile(filepath.Join(secrets, "app"), []byte(o.AppToken), 0o600)
@@ -94,49 +94,34 @@ func workspace(b *testing.B, bin string, fake *slackfake.Server) (string, string
 	if err := os.WriteFile(filepath.Join(ws, ".monoco/config/courier.yaml"), []byte(cfg), 0o640); err != nil {
 		b.Fatal(err)
 	}
-	return ws, web
+	return web
+}
+
+// slack is the Slack side of benchutil.Chat: the fake, the workspace, the
+// events and the replies.
+var slack = benchutil.Chat[*slackfake.Server]{
+	Provider: "slack", Title: "Slack", NewFake: newFake, Workspace: workspace,
+	Latencies:   func(b *testing.B, fake *slackfake.Server, n int) []time.Duration { return latencies(b, fake, 0, n) },
+	Bare:        "bare slack-go handler + fsync",
+	BareHandler: bareHandler,
+	Draft: func(i int) string {
+		return fmt.Sprintf("---\nreply_to: slack_%s_1700000000_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", channel, i, i, i)
+	},
+	Delivered: func(fake *slackfake.Server) int { return len(fake.Posts()) },
+	LoopName:  "slack-go PostMessage loop",
+	Loop:      postLoop,
 }
 
 // BenchmarkEventToFile: event → durable file, Courier against a bare
-// slack-go handler that writes and fsyncs the JSON before it acks.
-func BenchmarkEventToFile(b *testing.B) {
-	n := *eventsFlag
-	bin := benchutil.CourierBin(b)
+// slack-go handler that writes and fsyncs the JSON before it acks; the
+// two interleaved over -rounds rounds, each against a fresh fake Slack
+// into a fresh folder (benchutil.Chat).
+func BenchmarkEventToFile(b *testing.B) { slack.EventToFile(b, *eventsFlag) }
 
-	fake := newFake(b)
-	ws, web := workspace(b, bin, fake)
-	s := testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	lat := latencies(b, fake, 0, n)
-	s.Stop(b)
-	files, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/inbound/slack/*.md"))
-	if len(files) != n {
-		b.Fatalf("%d files for %d events", len(files), n)
-	}
-
-	base := newFake(b)
-	dir := b.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go bareHandler(ctx, base, dir)
-	blat := latencies(b, base, 0, n)
-	cancel()
-	if got, _ := os.ReadDir(dir); len(got) != n {
-		b.Fatalf("the baseline wrote %d files for %d events", len(got), n)
-	}
-
-	for _, p := range []struct {
-		name string
-		q    float64
-	}{{"p50", 0.50}, {"p99", 0.99}} {
-		c, bl := benchutil.Pct(lat, p.q), benchutil.Pct(blat, p.q)
-		target, met := "", ""
-		if p.name == "p99" {
-			target, met = "< 20 ms", fmt.Sprint(c < 20*time.Millisecond)
-		}
-		benchutil.Report(b, fmt.Sprintf("Slack event → durable file, %s over %d events", p.name, n), benchutil.Ms(c),
-			"bare slack-go handler + fsync "+benchutil.Ms(bl), fmt.Sprintf("%.2f×", float64(c)/float64(bl)), target, met)
-	}
-}
+// BenchmarkReplies: drafts queued while the service is down, then posted
+// by `courier serve` (from its start until the fake holds every post);
+// against slack-go's PostMessage in a loop; interleaved likewise.
+func BenchmarkReplies(b *testing.B) { slack.Replies(b, *repliesFlag) }
 
 // bareHandler is what a user would write without Courier: slack-go's
 // socketmode client, each event's JSON written to a file and fsynced, then
@@ -168,53 +153,21 @@ func bareHandler(ctx context.Context, fake *slackfake.Server, dir string) {
 	client.RunContext(ctx)
 }
 
-// BenchmarkReplies: drafts queued while the service is down, then posted
-// by `courier serve`; against slack-go's PostMessage in a loop.
-func BenchmarkReplies(b *testing.B) {
-	n := *repliesFlag
-	bin := benchutil.CourierBin(b)
-	fake := newFake(b)
-	ws, web := workspace(b, bin, fake)
-
-	// The messages answered: in the mailbox and in Slack.
-	s := testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	latencies(b, fake, 0, n)
-	s.Stop(b)
-	drafts := b.TempDir()
-	for i := 0; i < n; i++ {
-		d := filepath.Join(drafts, fmt.Sprintf("r%d.md", i))
-		body := fmt.Sprintf("---\nreply_to: slack_%s_1700000000_%06d\n---\nRe-running **step %d** now; see [the runbook](https://example.com/rb/%d).\n", channel, i, i, i)
-		os.WriteFile(d, []byte(body), 0o600)
-		if out, err := exec.Command(bin, "--root", ws, "send", d).CombinedOutput(); err != nil {
-			b.Fatalf("send %d: %v\n%s", i, err, out)
-		}
+// postLoop is the baseline of BenchmarkReplies: slack-go's PostMessage,
+// n replies in their threads, one after the other.
+func postLoop(b *testing.B, fake *slackfake.Server, n int) func() {
+	for i := range n { // the messages answered, as Courier's side has them
+		event(fake, i)
 	}
-
-	start := time.Now()
-	s = testutil.StartServe(b, bin, web, "--root", ws, "serve")
-	if !testutil.Poll(10*time.Minute, func() bool { return len(fake.Posts()) >= n }) {
-		b.Fatalf("%d of %d posted", len(fake.Posts()), n)
-	}
-	took := time.Since(start)
-	if !testutil.Poll(time.Minute, func() bool {
-		a, _ := filepath.Glob(filepath.Join(ws, ".monoco/mailbox/archive/slack/*.md"))
-		return len(a) == n
-	}) {
-		b.Fatal("not every draft archived")
-	}
-	s.Stop(b)
-
 	o := fake.Options()
 	api := slackapi.New(o.BotToken, slackapi.OptionAPIURL(fake.APIURL()))
-	bstart := time.Now()
-	for i := 0; i < n; i++ {
-		_, _, err := api.PostMessage(channel, slackapi.MsgOptionText(fmt.Sprintf("Re-running *step %d* now; see <https://example.com/rb/%d|the runbook>.", i, i), false),
-			slackapi.MsgOptionTS(fmt.Sprintf("1700000000.%06d", i)))
-		if err != nil {
-			b.Fatal(err)
+	return func() {
+		for i := 0; i < n; i++ {
+			_, _, err := api.PostMessage(channel, slackapi.MsgOptionText(fmt.Sprintf("Re-running *step %d* now; see <https://example.com/rb/%d|the runbook>.", i, i), false),
+				slackapi.MsgOptionTS(fmt.Sprintf("1700000000.%06d", i)))
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	btook := time.Since(bstart)
-	benchutil.Report(b, fmt.Sprintf("%d Slack replies queued → posted (service start included)", n), fmt.Sprintf("%.2f s, %.0f/s", took.Seconds(), float64(n)/took.Seconds()),
-		fmt.Sprintf("slack-go PostMessage loop %.2f s, %.0f/s", btook.Seconds(), float64(n)/btook.Seconds()), fmt.Sprintf("%.2f×", took.Seconds()/btook.Seconds()), "", "")
 }
