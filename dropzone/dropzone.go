@@ -866,9 +866,9 @@ func (s *Store) sealTemp(name string, sync bool) error {
 // Renaming over an identical file another batch placed meanwhile is fine:
 // it holds the same bytes, and rename is atomic.
 func (s *Store) place(it *item, touched map[string]struct{}) error {
-	created, err := s.renameInto(it.tmp, it.obj.Path)
-	if created {
-		touched[objectsDir] = struct{}{}
+	made, err := s.renameInto(it.tmp, it.obj.Path)
+	for _, d := range made {
+		touched[d] = struct{}{}
 	}
 	if err != nil {
 		var le *os.LinkError

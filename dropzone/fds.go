@@ -179,9 +179,10 @@ func writeAll(fd int, data []byte) error {
 
 // renameInto renames the temp file tmp to the object path dst, both held
 // by kept handles; ENOENT from a fan-out directory removed behind our back
-// is retried once after making it again. created reports whether a
-// fan-out directory was made.
-func (s *Store) renameInto(tmp, dst string) (created bool, err error) {
+// is retried once after making it again. made names the directories
+// whose entries that changed: sha256/ when a fan-out directory was made,
+// "." when sha256/ itself was.
+func (s *Store) renameInto(tmp, dst string) (made []string, err error) {
 	dir := path.Dir(dst)
 	for attempt := 0; ; attempt++ {
 		err := s.inDirs(func(d ...int) error {
@@ -192,32 +193,39 @@ func (s *Store) renameInto(tmp, dst string) (created bool, err error) {
 			// went away meanwhile.
 			s.forgetDir(dir)
 			s.forgetDir(tmpDir)
-			c, err := s.makeFan(dir)
-			if err != nil {
-				return created, err
+			if made, err = s.makeFan(dir); err != nil {
+				return made, err
 			}
-			created = created || c
 			continue
 		}
 		var errno unix.Errno
 		if errors.As(err, &errno) {
-			return created, &os.LinkError{Op: "rename", Old: tmp, New: dst, Err: err}
+			return made, &os.LinkError{Op: "rename", Old: tmp, New: dst, Err: err}
 		}
-		return created, err
+		return made, err
 	}
 }
 
-// makeFan makes the fan-out directory dir, and sha256/ if it is missing.
-func (s *Store) makeFan(dir string) (bool, error) {
+// makeFan makes the fan-out directory dir, and sha256/ if it is missing,
+// and names the directories whose entries changed.
+func (s *Store) makeFan(dir string) ([]string, error) {
+	var made []string
 	created, err := s.mkdir(dir, dirPerm)
 	if errors.Is(err, fs.ErrNotExist) {
 		// sha256/ itself went missing: recreate it.
 		s.forgetDir(objectsDir)
-		if _, err = s.mkdir(objectsDir, dirPerm); err == nil {
+		var c bool
+		if c, err = s.mkdir(objectsDir, dirPerm); err == nil {
+			if c {
+				made = append(made, ".")
+			}
 			created, err = s.mkdir(dir, dirPerm)
 		}
 	}
-	return created, err
+	if created {
+		made = append(made, objectsDir)
+	}
+	return made, err
 }
 
 // sharedLock is the sweep lock taken shared by the uses of this Store
