@@ -189,10 +189,13 @@ func (s *Store) renameInto(tmp, dst string) (made []string, err error) {
 			return unix.Renameat(d[0], path.Base(tmp), d[1], path.Base(dst))
 		}, tmpDir, dir)
 		if attempt == 0 && errors.Is(err, fs.ErrNotExist) {
-			// The fan-out directory is not made yet, or it (or .tmp/)
-			// went away meanwhile.
-			s.forgetDir(dir)
-			s.forgetDir(tmpDir)
+			// The fan-out directory is not made yet (its open failed),
+			// or a kept one, or .tmp/, went away meanwhile (the rename
+			// failed): only then are the handles dropped.
+			if err == unix.ENOENT {
+				s.forgetDir(dir)
+				s.forgetDir(tmpDir)
+			}
 			if made, err = s.makeFan(dir); err != nil {
 				return made, err
 			}

@@ -1,6 +1,8 @@
 package dropzone
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +46,31 @@ func TestCloseWaitsForHandles(t *testing.T) {
 	}
 	if err := s.inDirs(func(...int) error { return nil }, tmpDir); err == nil {
 		t.Error("a handle was used after Close")
+	}
+}
+
+// TestNewFanKeepsTmpHandle: making the fan-out directories of a new store
+// does not drop the kept handle of .tmp/ each time (a handle dropped is
+// held until Close, so a fresh store would hold one per fan-out made).
+func TestNewFanKeepsTmpHandle(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for i := range 64 {
+		if _, err := b.Put(strings.NewReader(fmt.Sprint("object ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.fds.mu.Lock()
+	retired := len(s.fds.retired)
+	s.fds.mu.Unlock()
+	if retired != 0 {
+		t.Errorf("%d directory handles dropped while making fan-out directories, want 0", retired)
 	}
 }
