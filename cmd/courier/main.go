@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -39,6 +40,17 @@ func main() {
 			f.Close()
 			os.Exit(code)
 		}
+	}
+	// COURIER_MEMPROFILE=file writes a heap profile at the end of the run,
+	// every allocation sampled (go tool pprof -sample_index=alloc_space).
+	if p := os.Getenv("COURIER_MEMPROFILE"); p != "" {
+		runtime.MemProfileRate = 4096
+		code := run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+		if f, err := os.Create(p); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		os.Exit(code)
 	}
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
