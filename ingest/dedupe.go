@@ -53,7 +53,59 @@ func (p *Pipeline) askKeys(ctx context.Context, w *batchWork, batch []*request) 
 	for _, k := range keys {
 		w.asked[k] = true
 	}
+	return p.askDigests(ctx, w, batch)
+}
+
+// askDigests asks the mailbox, in one query, which of the batch's
+// messages identified by their content (adapters.Content) it holds a copy
+// of, as FindDigest would find it; identify takes the answer from
+// w.digests.
+func (p *Pipeline) askDigests(ctx context.Context, w *batchWork, batch []*request) error {
+	var spans []mailbox.DigestSpan
+	for _, r := range batch {
+		for _, ev := range r.events {
+			if sp, ok := digestSpan(ev.Message, ev.Content); ok {
+				spans = append(spans, sp)
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	found, err := p.mb.KnownDigests(ctx, spans)
+	if err != nil {
+		return err
+	}
+	w.digestsFiled = make(map[mailbox.DigestSpan]bool, len(spans))
+	for i, sp := range spans {
+		w.digestsFiled[sp] = found[i]
+	}
 	return nil
+}
+
+// digestSpan is the digest of m and the span of reception times in
+// which a copy of it is the same message (rule's window, or any time),
+// when m is identified by its content.
+func digestSpan(m *schema.Message, rule *adapters.Content) (mailbox.DigestSpan, bool) {
+	if m == nil || rule == nil || m.Metadata.Extra.Digest == "" {
+		return mailbox.DigestSpan{}, false
+	}
+	sp := mailbox.DigestSpan{Digest: m.Metadata.Extra.Digest, From: anyTime[0], To: anyTime[1]}
+	if rule.Window > 0 {
+		at := m.ReceivedAt.Time
+		sp.From, sp.To = at.Add(-rule.Window), at.Add(rule.Window)
+	}
+	return sp, true
+}
+
+// filedDigest reports whether the mailbox holds a message in sp, as
+// askDigests found or asked now.
+func (p *Pipeline) filedDigest(ctx context.Context, w *batchWork, sp mailbox.DigestSpan) (bool, error) {
+	if found, ok := w.digestsFiled[sp]; ok {
+		return found, nil
+	}
+	_, found, err := p.mb.FindDigest(ctx, sp.Digest, sp.From, sp.To)
+	return found, err
 }
 
 // inMailbox reports whether the mailbox holds key: as askKeys found, or
@@ -89,19 +141,15 @@ var anyTime = [2]time.Time{time.Unix(0, 0), time.Unix(999999999999, 0)}
 // duplicate, and gives a different message that comes with a filed id an
 // id of its own (rekey).
 func (p *Pipeline) identify(ctx context.Context, w *batchWork, m *schema.Message, rule *adapters.Content) (dup bool, err error) {
-	digest := m.Metadata.Extra.Digest
-	if digest == "" {
+	sp, ok := digestSpan(m, rule)
+	if !ok {
 		return false, nil
 	}
-	at := m.ReceivedAt.Time
-	span := anyTime
-	if rule.Window > 0 {
-		span = [2]time.Time{at.Add(-rule.Window), at.Add(rule.Window)}
-	}
-	if w.digestSeen(digest, span) {
+	digest, at := sp.Digest, m.ReceivedAt.Time
+	if w.digestSeen(digest, [2]time.Time{sp.From, sp.To}) {
 		return true, nil
 	}
-	if _, ok, err := p.mb.FindDigest(ctx, digest, span[0], span[1]); err != nil || ok {
+	if ok, err := p.filedDigest(ctx, w, sp); err != nil || ok {
 		return ok, err
 	}
 	if w.asked[m.ID] && !w.known[m.ID] && w.local[m.ID] == nil {

@@ -174,3 +174,38 @@ func TestContentWindowCollision(t *testing.T) {
 		t.Errorf("%d files, want 3: %v", n, inboxFiles(t, root))
 	}
 }
+
+// TestContentInOneBatch: the content lookups of a batch are asked of the
+// mailbox at once, and answer as one at a time did: with a window, a copy
+// of a filed message within it is a duplicate, one outside it a message
+// of its own, and a copy of that in the same batch a duplicate of it;
+// without one, a copy of a filed content any time later is a duplicate.
+func TestContentInOneBatch(t *testing.T) {
+	root := setup(t)
+	mb := open(t, root, nil)
+	p := start(t, mb, nil)
+	at := testutil.Time("2026-02-06T20:00:00Z")
+	id := "email_" + threading.SyntheticUID("a@x", "", "disk full", []byte("disk full\n"))
+	w := 10 * time.Minute
+	if err := p.Deliver(ctx, contentEvent(mail(id, "sha256:ee", at, "disk full"), w)); err != nil {
+		t.Fatal(err)
+	}
+	pr := threading.EmailID("<pr-1@example.com>")
+	if err := p.Deliver(ctx, contentEvent(mail(pr, "sha256:ff", at, "the pull request"), 0)); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Deliver(ctx,
+		contentEvent(mail(id, "sha256:ee", at.Add(5*time.Minute), "disk full"), w),  // within the window: a duplicate
+		contentEvent(mail(id, "sha256:ee", at.Add(30*time.Minute), "disk full"), w), // outside it: new
+		contentEvent(mail(id, "sha256:ee", at.Add(35*time.Minute), "disk full"), w), // the copy of that: a duplicate
+		contentEvent(mail(pr, "sha256:ff", at.Add(48*time.Hour), "the pull request"), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inboxFiles(t, root)); n != 3 {
+		t.Errorf("%d files, want 3: %v", n, inboxFiles(t, root))
+	}
+	if st := p.Stats()[schema.Email]; st.Duplicates != 3 || st.Written != 3 {
+		t.Errorf("stats %+v, want 3 written and 3 duplicates", st)
+	}
+}

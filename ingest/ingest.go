@@ -313,16 +313,17 @@ func (p *Pipeline) run() {
 
 // batchWork is what process gathers from one batch of requests.
 type batchWork struct {
-	start, now time.Time
-	direct     []mailbox.Inbound // messages to write in this round
-	cps        []mailbox.Checkpoint
-	local      map[string]*schema.Message // this batch's messages by id and key, for dedupe and lookups
-	asked      map[string]bool            // the keys asked of the mailbox in one query (known: those it holds)
-	known      map[string]bool
-	digests    map[string][]*schema.Message // this batch's messages by digest (adapters.Content)
-	stage      map[string][]mailbox.Inbound // debounced messages by group
-	flush      []string                     // groups to flush
-	flushAll   bool
+	start, now   time.Time
+	direct       []mailbox.Inbound // messages to write in this round
+	cps          []mailbox.Checkpoint
+	local        map[string]*schema.Message // this batch's messages by id and key, for dedupe and lookups
+	asked        map[string]bool            // the keys asked of the mailbox in one query (known: those it holds)
+	known        map[string]bool
+	digests      map[string][]*schema.Message // this batch's messages by digest (adapters.Content)
+	digestsFiled map[mailbox.DigestSpan]bool  // the digest spans asked of the mailbox in one query: whether it holds a copy
+	stage        map[string][]mailbox.Inbound // debounced messages by group
+	flush        []string                     // groups to flush
+	flushAll     bool
 }
 
 // process handles one batch of requests: each request's flushes and events

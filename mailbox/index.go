@@ -549,6 +549,9 @@ const (
 	// knownSQL takes the keys as one JSON array: one statement, prepared
 	// once, for any number of them.
 	knownSQL = `SELECT j.value FROM json_each(?1) j WHERE EXISTS (SELECT 1 FROM messages WHERE id = j.value) OR EXISTS (SELECT 1 FROM keys WHERE key = j.value)`
+	// knownDigestsSQL takes the spans as one JSON array of [from, to]
+	// key pairs and returns the index of each span holding a key.
+	knownDigestsSQL = `SELECT j.key FROM json_each(?1) j WHERE EXISTS (SELECT 1 FROM keys WHERE key >= j.value ->> 0 AND key <= j.value ->> 1)`
 )
 
 // knownChunk bounds the keys Known asks about in one query.
@@ -625,6 +628,57 @@ type rowScanner interface{ Scan(dest ...any) error }
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// DigestSpan is a digest and the span of reception times FindDigest
+// takes for it.
+type DigestSpan struct {
+	Digest   string
+	From, To time.Time
+}
+
+// KnownDigests reports, for each span, whether FindDigest finds a message
+// in it, asking about up to a thousand spans in one query (a batch's
+// dedupe by content: one query where FindDigest made one a message).
+func (mb *Mailbox) KnownDigests(ctx context.Context, spans []DigestSpan) ([]bool, error) {
+	found := make([]bool, len(spans))
+	for base := 0; base < len(spans); base += knownChunk {
+		chunk := spans[base:min(len(spans), base+knownChunk)]
+		pairs := make([][2]string, len(chunk))
+		for i, sp := range chunk {
+			pairs[i] = [2]string{DigestKey(sp.Digest, sp.From), DigestKey(sp.Digest, sp.To)}
+		}
+		arg, err := json.Marshal(pairs)
+		if err != nil {
+			return nil, err
+		}
+		st, err := mb.stmt(ctx, knownDigestsSQL)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := st.QueryContext(ctx, string(arg))
+		if err != nil {
+			return nil, dbError(err)
+		}
+		for rows.Next() {
+			var i int
+			if err := rows.Scan(&i); err != nil {
+				rows.Close()
+				return nil, dbError(err)
+			}
+			if i < 0 || i >= len(chunk) {
+				rows.Close()
+				return nil, fmt.Errorf("mailbox: known digests: index %d out of range", i)
+			}
+			found[base+i] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, dbError(err)
+		}
+	}
+	return found, nil
+}
 
 // FindDigest returns the id of a message of this digest received from from
 // to to (both included, to the second): a copy of content already filed.

@@ -85,3 +85,84 @@ func BenchmarkSeen(b *testing.B) {
 		}
 	})
 }
+
+// KnownDigests answers as FindDigest does, span by span, for spans that
+// hold a copy, spans that end or begin on its second, spans just past it,
+// digests never filed and the widest span, past its chunk of a thousand
+// spans a query.
+func TestKnownDigestsAgreesWithFindDigest(t *testing.T) {
+	root := t.TempDir()
+	mailbox.Init(root)
+	mb, err := mailbox.Open(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	at := testutil.Time("2026-01-01T00:00:00Z")
+	var in []mailbox.Inbound
+	for i := range 20 {
+		m := testutil.Message(schema.Email, fmt.Sprintf("m%d", i), at, "text")
+		m.Metadata.Extra.Digest = fmt.Sprintf("sha256:%02d", i)
+		m.ReceivedAt = schema.NewTime(at.Add(time.Duration(i) * time.Hour))
+		in = append(in, mailbox.Inbound{Message: m})
+	}
+	if _, err := mb.WriteInbound(ctx, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	var spans []mailbox.DigestSpan
+	for i := range 1200 {
+		d := fmt.Sprintf("sha256:%02d", i%25) // 20..24: never filed
+		recv := at.Add(time.Duration(i%25) * time.Hour)
+		off := time.Duration(i%7-3) * time.Second
+		spans = append(spans,
+			mailbox.DigestSpan{Digest: d, From: recv.Add(off), To: recv.Add(off + 2*time.Second)},
+			mailbox.DigestSpan{Digest: d, From: time.Unix(0, 0), To: time.Unix(999999999999, 0)})
+	}
+	found, err := mb.KnownDigests(ctx, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for i, sp := range spans {
+		_, ok, err := mb.FindDigest(ctx, sp.Digest, sp.From, sp.To)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found[i] != ok {
+			t.Errorf("span %d (%s %v..%v): KnownDigests says %v, FindDigest %v", i, sp.Digest, sp.From, sp.To, found[i], ok)
+		}
+		if ok {
+			hits++
+		}
+	}
+	if hits == 0 || hits == len(spans) {
+		t.Errorf("%d of %d spans hold a copy: the test asks nothing", hits, len(spans))
+	}
+}
+
+// BenchmarkDigests: the content lookups of a batch of 1,000 messages, one
+// FindDigest a message (as before) against one KnownDigests a batch.
+func BenchmarkDigests(b *testing.B) {
+	mb := fill(b, 1000)
+	at := testutil.Time("2026-01-01T00:00:00Z")
+	var spans []mailbox.DigestSpan
+	for i := range 1000 {
+		spans = append(spans, mailbox.DigestSpan{Digest: fmt.Sprintf("sha256:%064d", i), From: time.Unix(0, 0), To: at})
+	}
+	b.Run("FindDigest", func(b *testing.B) {
+		for b.Loop() {
+			for _, sp := range spans {
+				if _, _, err := mb.FindDigest(ctx, sp.Digest, sp.From, sp.To); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("KnownDigests", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := mb.KnownDigests(ctx, spans); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
