@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/internal/fault"
-	"github.com/monoco/courier/internal/mailview"
 )
 
 // refusal is a refusal as a tool error: the command line's message, and
@@ -54,45 +53,72 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// listing is a page of entries as the structured content
-// {"messages": [...], "count": n, "truncated": bool, "next_cursor": c},
-// the entries spliced in as list --format json prints them: a listing is
-// not decoded and encoded again entry by entry. The structured content
-// is compact, as it is sent (rawResult does not compact it again). Its
-// text is lines for a model to read (listtext.go): lines[i] is
-// entryLine of p.Entries[i].
-func listing(p *mailview.Page, lines [][]byte) *mcp.CallToolResult {
-	size := 64
-	for _, l := range p.Entries {
-		size += len(l) + 1
+// pageBuilder makes a listing's result entry by entry: the structured
+// content {"messages": [...], "count": n, "truncated": bool,
+// "next_cursor": c}, the entries spliced in as list --format json prints
+// them (a listing is not decoded and encoded again entry by entry), and
+// its text, lines for a model to read (listtext.go), keeping the size of
+// the result as sent (entrySize).
+type pageBuilder struct {
+	doc   []byte // {"messages":[ and the entries so far, comma-separated
+	lines []byte // their lines of text
+	count int
+	size  int // the result as sent: pageOverhead and entrySize of each
+	max   int // the bound of size
+}
+
+// newPage is a builder of a result of at most max bytes as sent.
+func newPage(max int) *pageBuilder {
+	return &pageBuilder{doc: append(make([]byte, 0, 64<<10), `{"messages":[`...), size: pageOverhead, max: max}
+}
+
+// add adds e (as list --format json prints it) unless the result would
+// pass its bound with it; the first entry is always added, so that a
+// page moves on.
+func (b *pageBuilder) add(e []byte) bool {
+	start := len(b.lines)
+	b.lines = entryLine(b.lines, e)
+	size := entrySize(e, b.lines[start:])
+	if b.size+size > b.max && b.count > 0 {
+		b.lines = b.lines[:start]
+		return false
 	}
-	doc := make([]byte, 0, size)
-	doc = append(doc, `{"messages":[`...)
-	for i, l := range p.Entries {
-		if i > 0 {
-			doc = append(doc, ',')
+	b.size += size
+	if b.count > 0 {
+		b.doc = append(b.doc, ',')
+	}
+	b.doc = append(b.doc, e...)
+	b.count++
+	return true
+}
+
+// addAll adds the first of entries that fit and returns how many.
+func (b *pageBuilder) addAll(entries [][]byte) int {
+	for i, e := range entries {
+		if !b.add(e) {
+			return i
 		}
-		doc = append(doc, l...)
 	}
-	doc = fmt.Appendf(doc, "],\"count\":%d,\"truncated\":%t", len(p.Entries), p.Next != "")
-	if p.Next != "" {
-		doc = fmt.Appendf(doc, `,"next_cursor":%q`, p.Next)
+	return len(entries)
+}
+
+// listing is the result: the structured content, compact as it is sent
+// (rawResult does not compact it again), next the cursor of the next page
+// ("" for the last), and one text.
+func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
+	doc := fmt.Appendf(b.doc, "],\"count\":%d,\"truncated\":%t", b.count, next != "")
+	if next != "" {
+		doc = fmt.Appendf(doc, `,"next_cursor":%q`, next)
 	}
 	doc = append(doc, '}')
 	var text strings.Builder
-	head := textHead(len(p.Entries), p.Next)
-	size = len(head) + len(textHeader)
-	for _, l := range lines {
-		size += len(l)
-	}
-	text.Grow(size)
+	head := textHead(b.count, next)
+	text.Grow(len(head) + len(textHeader) + len(b.lines))
 	text.WriteString(head)
-	if len(lines) > 0 {
+	if b.count > 0 {
 		text.WriteString(textHeader)
 	}
-	for _, l := range lines {
-		text.Write(l)
-	}
+	text.Write(b.lines)
 	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
@@ -112,24 +138,6 @@ const pageOverhead = 1 << 10
 // rune past ASCII (2 to 4 bytes) escaped in 6 or 12 (escape.go).
 func entrySize(e, line []byte) int {
 	return len(e) + 1 + textSize(line) + 2*(highBytes(e)+highBytes(line))
-}
-
-// fitPage is the lines of text of the first of a page's entries that fit
-// in a result of MaxPage bytes; at least one, so that a page moves on.
-func fitPage(entries [][]byte) [][]byte {
-	size := pageOverhead
-	buf := make([]byte, 0, min(len(entries)*256, MaxPage))
-	lines := make([][]byte, 0, len(entries))
-	for i, e := range entries {
-		start := len(buf)
-		buf = entryLine(buf, e)
-		line := buf[start:len(buf):len(buf)]
-		if size += entrySize(e, line); size > MaxPage && i > 0 {
-			break
-		}
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // rawListings encodes a listing's result (structured content of

@@ -38,6 +38,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,6 +137,9 @@ type Server struct {
 	// max bounds a result; slots bounds the calls run at once.
 	max   int
 	slots chan struct{}
+	// entryBytes is what an entry of the last page of list took as sent,
+	// on average: list reads about as many entries as fit (fill).
+	entryBytes atomic.Int64
 
 	mu   sync.Mutex
 	subs map[*mcp.ServerSession]map[string]bool
