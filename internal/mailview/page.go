@@ -1,12 +1,14 @@
 package mailview
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/mailbox"
@@ -17,11 +19,20 @@ import (
 // terminal (JSONSafe).
 func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.Writer) error {
 	sw := &JSONSafeWriter{W: w}
-	if _, err := mb.ListJSON(ctx, f, sw); err != nil {
+	bw := listBufs.Get().(*bufio.Writer)
+	defer listBufs.Put(bw)
+	bw.Reset(sw)
+	if _, err := mb.ListJSON(ctx, f, bw); err != nil {
 		return err
 	}
 	return sw.Close()
 }
+
+// listBufs are the buffers ListJSON writes through (it takes a
+// bufio.Writer as large as its own as it is), kept from one listing to
+// the next: the MCP server lists a page at a time, and a new buffer of
+// 256 KiB for each was a tenth of what it allocated.
+var listBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
 
 // EntryEncoder encodes entries as list --format json prints each (one
 // line, HTML left as it is, made safe for a terminal), reusing its buffer.

@@ -50,6 +50,22 @@ func (f *frames) hold(result []byte) []byte {
 	return fmt.Appendf(bytes.Clone(f.key), "%d}", f.next)
 }
 
+// frameBufs are the buffers results are encoded into (rawResult) over
+// stdio, given back once written: a new one for each page, zeroed, was
+// a tenth of what the server allocated for a listing.
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// buffer is a buffer to encode a result into.
+func (f *frames) buffer() []byte { return *frameBufs.Get().(*[]byte) }
+
+// recycle gives back the buffer of a result written.
+func recycle(b []byte) {
+	if cap(b) <= 2*maxFrame {
+		b = b[:0]
+		frameBufs.Put(&b)
+	}
+}
+
 // take returns and forgets the result held as n.
 func (f *frames) take(n int) ([]byte, bool) {
 	f.mu.Lock()
@@ -87,7 +103,9 @@ func (fw framesWriter) Write(p []byte) (int, error) {
 		if _, err := fw.w.Write(rest[:i]); err != nil {
 			return 0, err
 		}
-		if _, err := fw.w.Write(result); err != nil {
+		_, err = fw.w.Write(result)
+		recycle(result)
+		if err != nil {
 			return 0, err
 		}
 		rest = rest[j+end+1:]

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -67,9 +68,24 @@ type pageBuilder struct {
 	max   int // the bound of size
 }
 
-// newPage is a builder of a result of at most max bytes as sent.
+// newPage is a builder of a result of at most max bytes as sent; free
+// gives its buffers back.
 func newPage(max int) *pageBuilder {
-	return &pageBuilder{doc: append(make([]byte, 0, 64<<10), `{"messages":[`...), size: pageOverhead, max: max}
+	b := pageScratch.Get().(*pageBuilder)
+	b.doc, b.lines = append(b.doc[:0], `{"messages":[`...), b.lines[:0]
+	b.count, b.size, b.max = 0, pageOverhead, max
+	return b
+}
+
+// pageScratch are builders kept from one page to the next: grown from
+// nothing at each page, their buffers were most of what the server
+// allocated for a listing (about 0.3 GB for 100,000 entries).
+var pageScratch = sync.Pool{New: func() any { return new(pageBuilder) }}
+
+func (b *pageBuilder) free() {
+	if cap(b.doc) <= 2*maxFrame {
+		pageScratch.Put(b)
+	}
 }
 
 // add adds e (as list --format json prints it) unless the result would
@@ -104,13 +120,14 @@ func (b *pageBuilder) addAll(entries [][]byte) int {
 
 // listing is the result: the structured content, compact as it is sent
 // (rawResult does not compact it again), next the cursor of the next page
-// ("" for the last), and one text.
+// ("" for the last), and one text. It copies what it keeps: the builder
+// may be freed.
 func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
-	doc := fmt.Appendf(b.doc, "],\"count\":%d,\"truncated\":%t", b.count, next != "")
+	b.doc = fmt.Appendf(b.doc, "],\"count\":%d,\"truncated\":%t", b.count, next != "")
 	if next != "" {
-		doc = fmt.Appendf(doc, `,"next_cursor":%q`, next)
+		b.doc = fmt.Appendf(b.doc, `,"next_cursor":%q`, next)
 	}
-	doc = append(doc, '}')
+	b.doc = append(b.doc, '}')
 	var text strings.Builder
 	head := textHead(b.count, next)
 	text.Grow(len(head) + len(textHeader) + len(b.lines))
@@ -119,6 +136,7 @@ func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
 		text.WriteString(textHeader)
 	}
 	text.Write(b.lines)
+	doc := append([]byte(nil), b.doc...)
 	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
@@ -183,10 +201,10 @@ type rawResult struct {
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {
 	if r.frames == nil {
-		return r.encode()
+		return r.encode(nil)
 	}
 	if r.placeholder == nil {
-		out, err := r.encode()
+		out, err := r.encode(r.frames.buffer())
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +213,9 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 	return r.placeholder, nil
 }
 
-func (r *rawResult) encode() ([]byte, error) {
+// encode appends the result to out, grown to about its size (a rune past
+// ASCII is longer escaped).
+func (r *rawResult) encode(out []byte) ([]byte, error) {
 	rest := *r.CallToolResult
 	rest.Content, rest.StructuredContent = []mcp.Content{}, nil
 	small, err := rest.MarshalJSON()
@@ -208,9 +228,7 @@ func (r *rawResult) encode() ([]byte, error) {
 	}
 	delete(fields, "content")
 	delete(fields, "structuredContent")
-	// One buffer of about the result's size: a rune past ASCII is
-	// longer escaped.
-	out := make([]byte, 0, len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
+	out = slices.Grow(out[:0], len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
 	out = append(out, `{"content":[{"type":"text","text":`...)
 	out = appendString(out, []byte(r.text))
 	out = append(out, `}],"structuredContent":`...)

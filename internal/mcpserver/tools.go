@@ -169,6 +169,7 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 	}
 	defer release()
 	b := newPage(MaxPage)
+	defer b.free()
 	next, err := s.fill(ctx, b, q, cur, limit, now)
 	if err != nil {
 		return nil, err
@@ -258,6 +259,7 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 	}
 	defer release()
 	b := newPage(math.MaxInt)
+	defer b.free()
 	var enc mailview.EntryEncoder
 	err = list(ctx, s.mb, arg, func(e *mailbox.Entry) error {
 		entry, err := enc.Encode(e)
