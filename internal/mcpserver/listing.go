@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,13 +57,16 @@ func textResult(s string) *mcp.CallToolResult {
 // content {"messages": [...], "count": n, "truncated": bool,
 // "next_cursor": c}, the entries spliced in as list --format json prints
 // them (a listing is not decoded and encoded again entry by entry), and
-// its text, lines for a model to read (listtext.go), keeping the size of
-// the result as sent (entrySize).
+// its text, lines for a model to read (listtext.go). Both are made as
+// they are sent, ASCII (escape.go), the text also escaped in a JSON
+// string, so that the size of the result as sent is known entry by
+// entry and the result is not read again to encode it (rawResult).
 type pageBuilder struct {
-	doc   []byte // {"messages":[ and the entries so far, comma-separated
+	doc   []byte // {"messages":[ and the entries so far, comma-separated, as ASCII
 	lines []byte // their lines of text
+	esc   []byte // the lines escaped in a JSON string, as ASCII
 	count int
-	size  int // the result as sent: pageOverhead and entrySize of each
+	size  int // the result as sent: pageOverhead, the entries and the lines
 	max   int // the bound of size
 }
 
@@ -72,7 +74,7 @@ type pageBuilder struct {
 // gives its buffers back.
 func newPage(max int) *pageBuilder {
 	b := pageScratch.Get().(*pageBuilder)
-	b.doc, b.lines = append(b.doc[:0], `{"messages":[`...), b.lines[:0]
+	b.doc, b.lines, b.esc = append(b.doc[:0], `{"messages":[`...), b.lines[:0], b.esc[:0]
 	b.count, b.size, b.max = 0, pageOverhead, max
 	return b
 }
@@ -92,18 +94,18 @@ func (b *pageBuilder) free() {
 // pass its bound with it; the first entry is always added, so that a
 // page moves on.
 func (b *pageBuilder) add(e []byte) bool {
-	start := len(b.lines)
-	b.lines = entryLine(b.lines, e)
-	size := entrySize(e, b.lines[start:])
-	if b.size+size > b.max && b.count > 0 {
-		b.lines = b.lines[:start]
-		return false
-	}
-	b.size += size
+	d, l, x := len(b.doc), len(b.lines), len(b.esc)
 	if b.count > 0 {
 		b.doc = append(b.doc, ',')
 	}
-	b.doc = append(b.doc, e...)
+	b.doc = appendASCII(b.doc, e)
+	b.lines, b.esc = appendLine(b.lines, b.esc, e)
+	size := len(b.doc) - d + len(b.esc) - x
+	if b.size+size > b.max && b.count > 0 {
+		b.doc, b.lines, b.esc = b.doc[:d], b.lines[:l], b.esc[:x]
+		return false
+	}
+	b.size += size
 	b.count++
 	return true
 }
@@ -128,16 +130,14 @@ func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
 		b.doc = fmt.Appendf(b.doc, `,"next_cursor":%q`, next)
 	}
 	b.doc = append(b.doc, '}')
-	var text strings.Builder
 	head := textHead(b.count, next)
-	text.Grow(len(head) + len(textHeader) + len(b.lines))
-	text.WriteString(head)
 	if b.count > 0 {
-		text.WriteString(textHeader)
+		head += textHeader
 	}
-	text.Write(b.lines)
-	doc := append([]byte(nil), b.doc...)
-	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
+	text := append(append(make([]byte, 0, len(head)+len(b.lines)), head...), b.lines...)
+	esc := append(appendEscaped(make([]byte, 0, 2*len(head)+len(b.esc)), []byte(head)), b.esc...)
+	return &mcp.CallToolResult{StructuredContent: &listingDoc{doc: bytes.Clone(b.doc), text: esc},
+		Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
 }
 
 // pageJSON is a listing's structured content: compact JSON, encoded as it
@@ -146,17 +146,20 @@ type pageJSON []byte
 
 func (p pageJSON) MarshalJSON() ([]byte, error) { return p, nil }
 
+// listingDoc is the structured content pageBuilder makes: doc, compact
+// JSON as ASCII, encoded as it is, and beside it the result's text as it
+// is sent (escaped in a JSON string, as ASCII, without its quotes).
+type listingDoc struct {
+	doc  pageJSON
+	text []byte
+}
+
+func (d *listingDoc) MarshalJSON() ([]byte, error) { return d.doc, nil }
+
 // pageOverhead bounds what a listing's result holds besides its
 // entries and their lines: the JSON-RPC envelope, count, cursor (twice),
 // the text's first line and header, and _meta.
 const pageOverhead = 1 << 10
-
-// entrySize is what an entry adds to a listing's result as sent: itself
-// and a comma in the structured content, and its line in the text, a
-// rune past ASCII (2 to 4 bytes) escaped in 6 or 12 (escape.go).
-func entrySize(e, line []byte) int {
-	return len(e) + 1 + textSize(line) + 2*(highBytes(e)+highBytes(line))
-}
 
 // rawListings encodes a listing's result (structured content of
 // pageJSON, one text) itself, without the go-sdk's own encoding:
@@ -174,12 +177,21 @@ func rawListings(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || !ok || method != "tools/call" || len(r.Content) != 1 {
 			return res, err
 		}
-		raw, ok := r.StructuredContent.(pageJSON)
-		tc, isText := r.Content[0].(*mcp.TextContent)
-		if !ok || !isText || tc.Meta != nil || tc.Annotations != nil {
+		var raw pageJSON
+		var esc []byte
+		switch sc := r.StructuredContent.(type) {
+		case pageJSON:
+			raw = sc
+		case *listingDoc:
+			raw, esc = sc.doc, sc.text
+		default:
 			return res, err
 		}
-		return &rawResult{CallToolResult: r, raw: raw, text: tc.Text, frames: framesOf(ctx)}, nil
+		tc, isText := r.Content[0].(*mcp.TextContent)
+		if !isText || tc.Meta != nil || tc.Annotations != nil {
+			return res, err
+		}
+		return &rawResult{CallToolResult: r, raw: raw, text: tc.Text, esc: esc, frames: framesOf(ctx)}, nil
 	}
 }
 
@@ -195,6 +207,7 @@ type rawResult struct {
 	*mcp.CallToolResult
 	raw         pageJSON
 	text        string
+	esc         []byte // text as sent, when listing made it (listingDoc)
 	frames      *frames
 	placeholder []byte
 }
@@ -230,7 +243,11 @@ func (r *rawResult) encode(out []byte) ([]byte, error) {
 	delete(fields, "structuredContent")
 	out = slices.Grow(out[:0], len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
 	out = append(out, `{"content":[{"type":"text","text":`...)
-	out = appendString(out, []byte(r.text))
+	if r.esc != nil {
+		out = append(append(append(out, '"'), r.esc...), '"')
+	} else {
+		out = appendString(out, []byte(r.text))
+	}
 	out = append(out, `}],"structuredContent":`...)
 	out = appendASCII(out, r.raw)
 	for _, k := range slices.Sorted(maps.Keys(fields)) {

@@ -55,6 +55,13 @@ func columnOf(key []byte) int {
 // encoding/json) without decoding the rest, each value on one line, with
 // no control characters.
 func entryLine(out, e []byte) []byte {
+	out, _ = appendLine(out, nil, e)
+	return out
+}
+
+// appendLine appends e's line (entryLine) to text, and to esc the line
+// as it is sent: escaped in a JSON string, as ASCII (appendEscaped).
+func appendLine(text, esc, e []byte) ([]byte, []byte) {
 	var vals [len(textColumns)][]byte
 	members(e, func(key, val []byte) {
 		if string(key) == "from" {
@@ -79,11 +86,19 @@ func entryLine(out, e []byte) []byte {
 	})
 	for i, v := range vals {
 		if i > 0 {
-			out = append(out, '\t')
+			text, esc = append(text, '\t'), append(esc, `\t`...)
 		}
-		out = appendValue(out, v)
+		start := len(text)
+		text = appendValue(text, v)
+		if len(v) > 0 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+			// A string as it is in the entry: no quote, backslash or
+			// control character to escape.
+			esc = appendASCII(esc, text[start:])
+		} else {
+			esc = appendEscaped(esc, text[start:])
+		}
 	}
-	return append(out, '\n')
+	return append(text, '\n'), append(esc, `\n`...)
 }
 
 // appendValue appends a JSON value as text: a string's characters, "" for
@@ -114,14 +129,6 @@ func textHead(count int, next string) string {
 		return fmt.Sprintf("%d entries.\n", count)
 	}
 	return fmt.Sprintf("%d entries; more follow: call list again with the same arguments and cursor %q for the next page.\n", count, next)
-}
-
-// textSize is what a line adds to a listing's text as sent: itself
-// escaped in a JSON string (but for runes past ASCII, which entrySize
-// counts). It has no control character but its tabs between columns and
-// its line break (entryLine), each escaped in two bytes.
-func textSize(line []byte) int {
-	return len(line) + len(textColumns) + bytes.Count(line, []byte{'"'}) + bytes.Count(line, []byte{'\\'})
 }
 
 // members calls fn with each member of the JSON object obj: its key as
