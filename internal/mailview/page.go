@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/monoco/courier/internal/fault"
 	"github.com/monoco/courier/mailbox"
@@ -19,9 +18,19 @@ import (
 // terminal (JSONSafe).
 func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.Writer) error {
 	sw := &JSONSafeWriter{W: w}
-	bw := listBufs.Get().(*bufio.Writer)
-	defer listBufs.Put(bw)
-	bw.Reset(sw)
+	var bw *bufio.Writer
+	select {
+	case bw = <-listBufs:
+		bw.Reset(sw)
+	default:
+		bw = bufio.NewWriterSize(sw, 256<<10)
+	}
+	defer func() {
+		select {
+		case listBufs <- bw:
+		default:
+		}
+	}()
 	if _, err := mb.ListJSON(ctx, f, bw); err != nil {
 		return err
 	}
@@ -31,8 +40,9 @@ func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.
 // listBufs are the buffers ListJSON writes through (it takes a
 // bufio.Writer as large as its own as it is), kept from one listing to
 // the next: the MCP server lists a page at a time, and a new buffer of
-// 256 KiB for each was a tenth of what it allocated.
-var listBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+// 256 KiB for each was a tenth of what it allocated. A sync.Pool would
+// lose them at each collection, which comes every few pages.
+var listBufs = make(chan *bufio.Writer, 4)
 
 // EntryEncoder encodes entries as list --format json prints each (one
 // line, HTML left as it is, made safe for a terminal), reusing its buffer.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,20 +72,18 @@ type pageBuilder struct {
 // newPage is a builder of a result of at most max bytes as sent; free
 // gives its buffers back.
 func newPage(max int) *pageBuilder {
-	b := pageScratch.Get().(*pageBuilder)
+	b := pageScratch.get(func() *pageBuilder { return new(pageBuilder) })
 	b.doc, b.lines, b.esc = append(b.doc[:0], `{"messages":[`...), b.lines[:0], b.esc[:0]
 	b.count, b.size, b.max = 0, pageOverhead, max
 	return b
 }
 
-// pageScratch are builders kept from one page to the next: grown from
-// nothing at each page, their buffers were most of what the server
-// allocated for a listing (about 0.3 GB for 100,000 entries).
-var pageScratch = sync.Pool{New: func() any { return new(pageBuilder) }}
+// pageScratch are builders kept from one page to the next (kept).
+var pageScratch = make(kept[*pageBuilder], concurrent)
 
 func (b *pageBuilder) free() {
 	if cap(b.doc) <= 2*maxFrame {
-		pageScratch.Put(b)
+		pageScratch.put(b)
 	}
 }
 

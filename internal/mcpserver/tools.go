@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,8 +189,8 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 // up to a piece more (256 KiB): entries that alone pass MaxPage cannot
 // all fit.
 func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur mailview.Cursor, limit int, now time.Time) (string, error) {
-	buf := pageBufs.Get().(*capped)
-	defer pageBufs.Put(buf)
+	buf := pageBufs.get(func() *capped { return new(capped) })
+	defer pageBufs.put(buf)
 	for {
 		want := limit - b.count
 		if per := int(s.entryBytes.Load()); per > 0 {
@@ -245,7 +244,7 @@ func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur
 // pageBufs are the buffers list reads a page into, kept from one call to
 // the next: grown from nothing at each call, a page's buffer and the
 // garbage it left took a tenth of the server's time for a listing.
-var pageBufs = sync.Pool{New: func() any { return new(capped) }}
+var pageBufs = make(kept[*capped], concurrent)
 
 // entriesOf is the thread and context tools: every entry that list
 // gives for arg.
