@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -131,10 +132,15 @@ func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
 	if b.count > 0 {
 		head += textHeader
 	}
-	text := append(append(make([]byte, 0, len(head)+len(b.lines)), head...), b.lines...)
-	esc := append(appendEscaped(make([]byte, 0, 2*len(head)+len(b.esc)), []byte(head)), b.esc...)
-	return &mcp.CallToolResult{StructuredContent: &listingDoc{doc: bytes.Clone(b.doc), text: esc},
-		Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
+	var text strings.Builder
+	text.Grow(len(head) + len(b.lines))
+	text.WriteString(head)
+	text.Write(b.lines)
+	// Copied by append, not into a made slice, which would be zeroed
+	// first.
+	esc := append(appendEscaped(nil, []byte(head)), b.esc...)
+	return &mcp.CallToolResult{StructuredContent: &listingDoc{doc: append([]byte(nil), b.doc...), text: esc},
+		Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
 // pageJSON is a listing's structured content: compact JSON, encoded as it
