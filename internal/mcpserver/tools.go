@@ -27,7 +27,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 850 entries), truncated and next_cursor saying when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 950 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -236,7 +236,7 @@ func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur
 			return page.Next, nil
 		}
 		if cur, err = mailview.ParseCursor(page.Next); err != nil {
-			return "", err
+			return page.Next, nil // refused when the client gives it, as before
 		}
 	}
 }
