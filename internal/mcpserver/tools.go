@@ -195,7 +195,7 @@ func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur
 		want := limit - b.count
 		if per := int(s.entryBytes.Load()); per > 0 {
 			fit := (MaxPage - b.size) / per
-			want = min(want, fit+fit/16+1)
+			want = max(1, min(want, fit+fit/16+1))
 		}
 		f, err := cur.Query(q, want).Filter(now)
 		if err != nil {
