@@ -1,6 +1,7 @@
 package mailview
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -17,11 +18,31 @@ import (
 // terminal (JSONSafe).
 func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.Writer) error {
 	sw := &JSONSafeWriter{W: w}
-	if _, err := mb.ListJSON(ctx, f, sw); err != nil {
+	var bw *bufio.Writer
+	select {
+	case bw = <-listBufs:
+		bw.Reset(sw)
+	default:
+		bw = bufio.NewWriterSize(sw, 256<<10)
+	}
+	defer func() {
+		select {
+		case listBufs <- bw:
+		default:
+		}
+	}()
+	if _, err := mb.ListJSON(ctx, f, bw); err != nil {
 		return err
 	}
 	return sw.Close()
 }
+
+// listBufs are the buffers ListJSON writes through (it takes a
+// bufio.Writer as large as its own as it is), kept from one listing to
+// the next: the MCP server lists a page at a time, and a new buffer of
+// 256 KiB for each was a tenth of what it allocated. A sync.Pool would
+// lose them at each collection, which comes every few pages.
+var listBufs = make(chan *bufio.Writer, 4)
 
 // EntryEncoder encodes entries as list --format json prints each (one
 // line, HTML left as it is, made safe for a terminal), reusing its buffer.

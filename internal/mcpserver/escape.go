@@ -20,8 +20,13 @@ import (
 // escapes it but for HTML's <, > and & (which jsonrpc2 leaves too), and
 // for every rune past ASCII, escaped (appendRune).
 func appendString(out, s []byte) []byte {
+	return append(appendEscaped(append(out, '"'), s), '"')
+}
+
+// appendEscaped appends s escaped as in a JSON string (appendString),
+// without its quotes.
+func appendEscaped(out, s []byte) []byte {
 	const hex = "0123456789abcdef"
-	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -56,8 +61,7 @@ func appendString(out, s []byte) []byte {
 		i++
 		start = i
 	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
+	return append(out, s[start:]...)
 }
 
 // appendASCII appends doc, JSON, with every rune past ASCII escaped

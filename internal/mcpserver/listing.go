@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/internal/fault"
-	"github.com/monoco/courier/internal/mailview"
 )
 
 // refusal is a refusal as a tool error: the command line's message, and
@@ -54,46 +53,94 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// listing is a page of entries as the structured content
-// {"messages": [...], "count": n, "truncated": bool, "next_cursor": c},
-// the entries spliced in as list --format json prints them: a listing is
-// not decoded and encoded again entry by entry. The structured content
-// is compact, as it is sent (rawResult does not compact it again). Its
-// text is lines for a model to read (listtext.go): lines[i] is
-// entryLine of p.Entries[i].
-func listing(p *mailview.Page, lines [][]byte) *mcp.CallToolResult {
-	size := 64
-	for _, l := range p.Entries {
-		size += len(l) + 1
+// pageBuilder makes a listing's result entry by entry: the structured
+// content {"messages": [...], "count": n, "truncated": bool,
+// "next_cursor": c}, the entries spliced in as list --format json prints
+// them (a listing is not decoded and encoded again entry by entry), and
+// its text, lines for a model to read (listtext.go). Both are made as
+// they are sent, ASCII (escape.go), the text also escaped in a JSON
+// string, so that the size of the result as sent is known entry by
+// entry and the result is not read again to encode it (rawResult).
+type pageBuilder struct {
+	doc   []byte // {"messages":[ and the entries so far, comma-separated, as ASCII
+	lines []byte // their lines of text
+	esc   []byte // the lines escaped in a JSON string, as ASCII
+	count int
+	size  int // the result as sent: pageOverhead, the entries and the lines
+	max   int // the bound of size
+}
+
+// newPage is a builder of a result of at most max bytes as sent; free
+// gives its buffers back.
+func newPage(max int) *pageBuilder {
+	b := pageScratch.get(func() *pageBuilder { return new(pageBuilder) })
+	b.doc, b.lines, b.esc = append(b.doc[:0], `{"messages":[`...), b.lines[:0], b.esc[:0]
+	b.count, b.size, b.max = 0, pageOverhead, max
+	return b
+}
+
+// pageScratch are builders kept from one page to the next (kept).
+var pageScratch = make(kept[*pageBuilder], concurrent)
+
+func (b *pageBuilder) free() {
+	if cap(b.doc) <= 2*maxFrame {
+		pageScratch.put(b)
 	}
-	doc := make([]byte, 0, size)
-	doc = append(doc, `{"messages":[`...)
-	for i, l := range p.Entries {
-		if i > 0 {
-			doc = append(doc, ',')
+}
+
+// add adds e (as list --format json prints it) unless the result would
+// pass its bound with it; the first entry is always added, so that a
+// page moves on.
+func (b *pageBuilder) add(e []byte) bool {
+	d, l, x := len(b.doc), len(b.lines), len(b.esc)
+	if b.count > 0 {
+		b.doc = append(b.doc, ',')
+	}
+	b.doc = appendASCII(b.doc, e)
+	b.lines, b.esc = appendLine(b.lines, b.esc, e)
+	size := len(b.doc) - d + len(b.esc) - x
+	if b.size+size > b.max && b.count > 0 {
+		b.doc, b.lines, b.esc = b.doc[:d], b.lines[:l], b.esc[:x]
+		return false
+	}
+	b.size += size
+	b.count++
+	return true
+}
+
+// addAll adds the first of entries that fit and returns how many.
+func (b *pageBuilder) addAll(entries [][]byte) int {
+	for i, e := range entries {
+		if !b.add(e) {
+			return i
 		}
-		doc = append(doc, l...)
 	}
-	doc = fmt.Appendf(doc, "],\"count\":%d,\"truncated\":%t", len(p.Entries), p.Next != "")
-	if p.Next != "" {
-		doc = fmt.Appendf(doc, `,"next_cursor":%q`, p.Next)
+	return len(entries)
+}
+
+// listing is the result: the structured content, compact as it is sent
+// (rawResult does not compact it again), next the cursor of the next page
+// ("" for the last), and one text. It copies what it keeps: the builder
+// may be freed.
+func (b *pageBuilder) listing(next string) *mcp.CallToolResult {
+	b.doc = fmt.Appendf(b.doc, "],\"count\":%d,\"truncated\":%t", b.count, next != "")
+	if next != "" {
+		b.doc = fmt.Appendf(b.doc, `,"next_cursor":%q`, next)
 	}
-	doc = append(doc, '}')
+	b.doc = append(b.doc, '}')
+	head := textHead(b.count, next)
+	if b.count > 0 {
+		head += textHeader
+	}
 	var text strings.Builder
-	head := textHead(len(p.Entries), p.Next)
-	size = len(head) + len(textHeader)
-	for _, l := range lines {
-		size += len(l)
-	}
-	text.Grow(size)
+	text.Grow(len(head) + len(b.lines))
 	text.WriteString(head)
-	if len(lines) > 0 {
-		text.WriteString(textHeader)
-	}
-	for _, l := range lines {
-		text.Write(l)
-	}
-	return &mcp.CallToolResult{StructuredContent: pageJSON(doc), Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
+	text.Write(b.lines)
+	// Copied by append, not into a made slice, which would be zeroed
+	// first.
+	esc := append(appendEscaped(nil, []byte(head)), b.esc...)
+	return &mcp.CallToolResult{StructuredContent: &listingDoc{doc: append([]byte(nil), b.doc...), text: esc},
+		Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
 }
 
 // pageJSON is a listing's structured content: compact JSON, encoded as it
@@ -102,35 +149,20 @@ type pageJSON []byte
 
 func (p pageJSON) MarshalJSON() ([]byte, error) { return p, nil }
 
+// listingDoc is the structured content pageBuilder makes: doc, compact
+// JSON as ASCII, encoded as it is, and beside it the result's text as it
+// is sent (escaped in a JSON string, as ASCII, without its quotes).
+type listingDoc struct {
+	doc  pageJSON
+	text []byte
+}
+
+func (d *listingDoc) MarshalJSON() ([]byte, error) { return d.doc, nil }
+
 // pageOverhead bounds what a listing's result holds besides its
 // entries and their lines: the JSON-RPC envelope, count, cursor (twice),
 // the text's first line and header, and _meta.
 const pageOverhead = 1 << 10
-
-// entrySize is what an entry adds to a listing's result as sent: itself
-// and a comma in the structured content, and its line in the text, a
-// rune past ASCII (2 to 4 bytes) escaped in 6 or 12 (escape.go).
-func entrySize(e, line []byte) int {
-	return len(e) + 1 + textSize(line) + 2*(highBytes(e)+highBytes(line))
-}
-
-// fitPage is the lines of text of the first of a page's entries that fit
-// in a result of MaxPage bytes; at least one, so that a page moves on.
-func fitPage(entries [][]byte) [][]byte {
-	size := pageOverhead
-	buf := make([]byte, 0, min(len(entries)*256, MaxPage))
-	lines := make([][]byte, 0, len(entries))
-	for i, e := range entries {
-		start := len(buf)
-		buf = entryLine(buf, e)
-		line := buf[start:len(buf):len(buf)]
-		if size += entrySize(e, line); size > MaxPage && i > 0 {
-			break
-		}
-		lines = append(lines, line)
-	}
-	return lines
-}
 
 // rawListings encodes a listing's result (structured content of
 // pageJSON, one text) itself, without the go-sdk's own encoding:
@@ -148,12 +180,21 @@ func rawListings(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || !ok || method != "tools/call" || len(r.Content) != 1 {
 			return res, err
 		}
-		raw, ok := r.StructuredContent.(pageJSON)
-		tc, isText := r.Content[0].(*mcp.TextContent)
-		if !ok || !isText || tc.Meta != nil || tc.Annotations != nil {
+		var raw pageJSON
+		var esc []byte
+		switch sc := r.StructuredContent.(type) {
+		case pageJSON:
+			raw = sc
+		case *listingDoc:
+			raw, esc = sc.doc, sc.text
+		default:
 			return res, err
 		}
-		return &rawResult{CallToolResult: r, raw: raw, text: tc.Text, frames: framesOf(ctx)}, nil
+		tc, isText := r.Content[0].(*mcp.TextContent)
+		if !isText || tc.Meta != nil || tc.Annotations != nil {
+			return res, err
+		}
+		return &rawResult{CallToolResult: r, raw: raw, text: tc.Text, esc: esc, frames: framesOf(ctx)}, nil
 	}
 }
 
@@ -169,16 +210,17 @@ type rawResult struct {
 	*mcp.CallToolResult
 	raw         pageJSON
 	text        string
+	esc         []byte // text as sent, when listing made it (listingDoc)
 	frames      *frames
 	placeholder []byte
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {
 	if r.frames == nil {
-		return r.encode()
+		return r.encode(nil)
 	}
 	if r.placeholder == nil {
-		out, err := r.encode()
+		out, err := r.encode(r.frames.buffer())
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +229,9 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 	return r.placeholder, nil
 }
 
-func (r *rawResult) encode() ([]byte, error) {
+// encode appends the result to out, grown to about its size (a rune past
+// ASCII is longer escaped).
+func (r *rawResult) encode(out []byte) ([]byte, error) {
 	rest := *r.CallToolResult
 	rest.Content, rest.StructuredContent = []mcp.Content{}, nil
 	small, err := rest.MarshalJSON()
@@ -200,11 +244,13 @@ func (r *rawResult) encode() ([]byte, error) {
 	}
 	delete(fields, "content")
 	delete(fields, "structuredContent")
-	// One buffer of about the result's size: a rune past ASCII is
-	// longer escaped.
-	out := make([]byte, 0, len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
+	out = slices.Grow(out[:0], len(r.raw)+len(r.raw)/8+len(r.text)+len(r.text)/4+len(small)+64)
 	out = append(out, `{"content":[{"type":"text","text":`...)
-	out = appendString(out, []byte(r.text))
+	if r.esc != nil {
+		out = append(append(append(out, '"'), r.esc...), '"')
+	} else {
+		out = appendString(out, []byte(r.text))
+	}
 	out = append(out, `}],"structuredContent":`...)
 	out = appendASCII(out, r.raw)
 	for _, k := range slices.Sorted(maps.Keys(fields)) {

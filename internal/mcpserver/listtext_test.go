@@ -38,3 +38,55 @@ func BenchmarkEntryLine(b *testing.B) {
 	}
 	b.SetBytes(int64(len(sampleEntry)))
 }
+
+// An entry laid out as list prints the inbox's (entryLayout) gives the
+// line that reading it member by member gives; and each line as sent is
+// the line escaped in a JSON string, as ASCII.
+func TestEntryLineLayout(t *testing.T) {
+	layout := func(e string) string {
+		return strings.Replace(sampleEntry, `"preview":"Message 0: The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick brown fo…"`, e, 1)
+	}
+	var v [len(textColumns)][]byte
+	if !layoutColumns([]byte(sampleEntry), &v) || !layoutColumns([]byte(layout(`"preview":"x"`)), &v) {
+		t.Error("an entry as list prints it is not read by its layout")
+	}
+	for _, e := range []string{
+		sampleEntry,
+		layout(`"preview":"tab\there \"quoted\" \\ back \u2028 \u202e é中🙂"`),
+		strings.Replace(sampleEntry, `"name":"User 0"`, `"name":""`, 1),
+		strings.Replace(sampleEntry, `"status":"new"}`, `"status":"claimed","claimed_by":"agent","claim_expires_at":"2026-01-01T00:05:00Z","failures":1}`, 1),
+		strings.Replace(sampleEntry, `"provider":"email",`, ``, 1),
+		strings.Replace(sampleEntry, `{"id":"user0@example.com","name":"User 0"}`, `{"name":"User 0","id":"user0@example.com"}`, 1),
+	} {
+		if !json.Valid([]byte(e)) {
+			t.Fatalf("not JSON: %s", e)
+		}
+		var vals [len(textColumns)][]byte
+		members([]byte(e), func(key, val []byte) {
+			if string(key) == "from" {
+				vals[3] = sender(val)
+			} else if i := columnOf(key); i >= 0 {
+				vals[i] = val
+			}
+		})
+		var want []byte
+		for i, v := range vals {
+			if i > 0 {
+				want = append(want, '\t')
+			}
+			want = appendValue(want, v)
+		}
+		want = append(want, '\n')
+		text, esc := appendLine(nil, nil, []byte(e))
+		if string(text) != string(want) {
+			t.Errorf("appendLine(%s)\n = %q\nwant %q", e, text, want)
+		}
+		var dec string
+		if err := json.Unmarshal([]byte(`"`+string(esc)+`"`), &dec); err != nil || dec != string(text) {
+			t.Errorf("the line as sent %s decodes to %q (%v), want %q", esc, dec, err, text)
+		}
+		if i := strings.IndexFunc(string(esc), func(r rune) bool { return r >= 0x80 }); i >= 0 {
+			t.Errorf("the line as sent is not ASCII: %s", esc)
+		}
+	}
+}

@@ -82,7 +82,7 @@ func BenchmarkMCPPEncode(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		res  any
-	}{{"sdk", res}, {"raw", &rawResult{CallToolResult: res, raw: res.StructuredContent.(pageJSON), text: textOf(res)}}} {
+	}{{"sdk", res}, {"raw", &rawResult{CallToolResult: res, raw: res.StructuredContent.(*listingDoc).doc, text: textOf(res), esc: res.StructuredContent.(*listingDoc).text}}} {
 		b.Run(c.name, func(b *testing.B) {
 			id, _ := jsonrpc.MakeID(float64(1))
 			for b.Loop() {

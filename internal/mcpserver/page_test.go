@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -195,4 +196,53 @@ func TestFramesWriter(t *testing.T) {
 			t.Errorf("Write(%s) = %d, %v, wrote %s, want %s", c.in, n, err, out.String(), c.want)
 		}
 	}
+}
+
+// Paging through a listing at list's largest limit, each page but the
+// last fills MaxPage as sent (within an entry), and the server does not
+// allocate many times what it sends. A page read up to 768 KiB of
+// entries to send about 512 KiB of them, and made its buffers anew,
+// grown from nothing, at each page: 11 bytes allocated for each byte
+// sent, 7 now, of which about 2 are the test's reading of the frames and
+// 2 the mailbox's reading of its rows.
+func TestMCPPageCost(t *testing.T) {
+	const n = 3000
+	t0 := testutil.Time("2026-03-01T08:00:00Z")
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 4)
+	var msgs []*schema.Message
+	for i := range n {
+		msgs = append(msgs, testutil.Message(schema.Email, fmt.Sprintf("m%05d", i), t0.Add(time.Duration(i)*time.Second), fmt.Sprint(i, ": ", text)))
+	}
+	ws, w := newWorkspace(t, msgs...)
+	call := stdioFrames(t, ws, w)
+	page := func() (sent int, frames []int) {
+		for cursor := ""; ; {
+			args := map[string]any{"all": true, "limit": MaxLimit}
+			if cursor != "" {
+				args["cursor"] = cursor
+			}
+			frame := call("list", args)
+			sent += len(frame)
+			frames = append(frames, len(frame))
+			if cursor = listingOf(t, frame).NextCursor; cursor == "" {
+				return sent, frames
+			}
+		}
+	}
+	page() // the pools filled, the mailbox's statements and pages read
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	sent, frames := page()
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if ratio := float64(alloc) / float64(sent); ratio > 8.5 {
+		t.Errorf("paging %d entries sent %d bytes and allocated %d: %.1f bytes a byte sent", n, sent, alloc, ratio)
+	}
+	entry := sent / n * 2
+	for i, f := range frames[:len(frames)-1] {
+		if f < MaxPage-entry {
+			t.Errorf("page %d of %d is %d bytes as sent, more than an entry short of %d", i, len(frames), f, MaxPage)
+		}
+	}
+	t.Logf("%d pages, %d bytes sent, %d allocated; frames %v", len(frames), sent, alloc, frames)
 }

@@ -38,6 +38,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,7 +73,7 @@ const (
 	MaxLimit = 10_000
 	// MaxPage bounds a page of list as it is sent (the entries as
 	// structured content, and their lines in its text): a page ends
-	// before it, with a cursor, when its entries are large (about 850
+	// before it, with a cursor, when its entries are large (about 960
 	// entries of bench/genmailbox). A page of 10,000 was 12.7 MB, which
 	// the official TypeScript SDK's stdio client refuses (over 10 MiB:
 	// "Connection closed"); that client copies what it has of a frame at
@@ -136,6 +137,9 @@ type Server struct {
 	// max bounds a result; slots bounds the calls run at once.
 	max   int
 	slots chan struct{}
+	// entryBytes is what an entry of the last page of list took as sent,
+	// on average: list reads about as many entries as fit (fill).
+	entryBytes atomic.Int64
 
 	mu   sync.Mutex
 	subs map[*mcp.ServerSession]map[string]bool

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,7 +27,7 @@ type listIn struct {
 	Since       string   `json:"since,omitempty" jsonschema:"only messages since a time: a duration back from now (2h, 30m, 7d) or a date (2026-02-06)"`
 	Today       bool     `json:"today,omitempty" jsonschema:"only messages since midnight"`
 	Correlation string   `json:"correlation,omitempty" jsonschema:"only messages with this correlation id"`
-	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 850 entries), truncated and next_cursor saying when more matched"`
+	Limit       int      `json:"limit,omitempty" jsonschema:"at most this many (default 500, at most 10000); a page also ends at 768 KiB as sent (about 950 entries), truncated and next_cursor saying when more matched"`
 	Cursor      string   `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before, with the same filters: the entries after it"`
 }
 
@@ -158,8 +158,8 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 	if !in.Today {
 		q.Since = in.Since
 	}
-	f, err := cur.Query(q, limit).Filter(time.Now())
-	if err != nil {
+	now := time.Now()
+	if _, err := cur.Query(q, limit).Filter(now); err != nil {
 		return nil, refuse(err)
 	}
 	release, err := s.slot(ctx)
@@ -167,44 +167,84 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 		return nil, refuse(err)
 	}
 	defer release()
-	// Entries are sent as they are (structured) and as a line of text
-	// (about a third of their size): what is read past about MaxPage*3/4
-	// bytes is not sent. The listing is written in pieces of 256 KiB, so
-	// the buffer ends at MaxPage/2 and up to a piece more, and a page of
-	// large entries with short lines may be shorter than MaxPage.
-	buf := pageBufs.Get().(*capped)
-	buf.Reset()
-	buf.max, buf.soft = s.max, MaxPage/2
-	defer pageBufs.Put(buf) // the page's entries are copied out of it (listing)
-	err = mailview.WriteJSON(ctx, s.mb, f, buf)
-	full := errors.Is(err, errFull)
-	if err != nil && !full {
-		return nil, refuse(err)
-	}
-	rows := buf.Bytes()
-	if full {
-		rows = mailview.Whole(rows)
-	}
-	page, err := mailview.ParsePage(rows, limit, cur)
+	b := newPage(MaxPage)
+	defer b.free()
+	next, err := s.fill(ctx, b, q, cur, limit, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(page.Entries) == 0 && full {
-		return nil, refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage/2 bytes at one time
+	if b.count > 0 {
+		s.entryBytes.Store(int64((b.size - pageOverhead) / b.count))
 	}
-	lines := fitPage(page.Entries)
-	if n := len(lines); n < len(page.Entries) || (full && page.Next == "") {
-		if err := page.Cut(n, cur); err != nil {
-			return nil, err
+	return b.listing(next), nil
+}
+
+// fill adds to b the entries after cur that q selects, up to limit and
+// MaxPage bytes as sent, and returns the cursor after them ("" at the
+// end). It reads about as many entries as fit, by the size of the last
+// page's entries (entryBytes), and reads on from where it stopped while
+// more fit: what is read and not sent costs as much as what is sent,
+// and at list's largest limits the listing read a third more than it
+// sent. The listing is read into a buffer that takes MaxPage bytes, and
+// up to a piece more (256 KiB): entries that alone pass MaxPage cannot
+// all fit.
+func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur mailview.Cursor, limit int, now time.Time) (string, error) {
+	buf := pageBufs.get(func() *capped { return new(capped) })
+	defer pageBufs.put(buf)
+	for {
+		want := limit - b.count
+		if per := int(s.entryBytes.Load()); per > 0 {
+			fit := (MaxPage - b.size) / per
+			want = max(1, min(want, fit+fit/16+1))
+		}
+		f, err := cur.Query(q, want).Filter(now)
+		if err != nil {
+			return "", refuse(err)
+		}
+		buf.Reset()
+		buf.max, buf.soft = s.max, MaxPage
+		err = mailview.WriteJSON(ctx, s.mb, f, buf)
+		full := errors.Is(err, errFull)
+		if err != nil && !full {
+			return "", refuse(err)
+		}
+		rows := buf.Bytes()
+		if full {
+			rows = mailview.Whole(rows)
+		}
+		page, err := mailview.ParsePage(rows, want, cur)
+		if err != nil {
+			return "", err
+		}
+		if len(page.Entries) == 0 && full {
+			if b.count > 0 {
+				return cur.String(), nil // the page ends where this read started
+			}
+			return "", refuse(tooLarge(MaxPage)) // a cursor passing over more than MaxPage bytes at one time
+		}
+		n := b.addAll(page.Entries)
+		if n < len(page.Entries) || (full && page.Next == "") {
+			if n == 0 {
+				return cur.String(), nil
+			}
+			if err := page.Cut(n, cur); err != nil {
+				return "", err
+			}
+			return page.Next, nil
+		}
+		if page.Next == "" || b.count == limit {
+			return page.Next, nil
+		}
+		if cur, err = mailview.ParseCursor(page.Next); err != nil {
+			return page.Next, nil // refused when the client gives it, as before
 		}
 	}
-	return listing(page, lines), nil
 }
 
 // pageBufs are the buffers list reads a page into, kept from one call to
 // the next: grown from nothing at each call, a page's buffer and the
 // garbage it left took a tenth of the server's time for a listing.
-var pageBufs = sync.Pool{New: func() any { return new(capped) }}
+var pageBufs = make(kept[*capped], concurrent)
 
 // entriesOf is the thread and context tools: every entry that list
 // gives for arg.
@@ -217,27 +257,23 @@ func (s *Server) entriesOf(ctx context.Context, arg string, list func(context.Co
 		return nil, refuse(err)
 	}
 	defer release()
-	page := &mailview.Page{}
-	var lines [][]byte
+	b := newPage(math.MaxInt)
+	defer b.free()
 	var enc mailview.EntryEncoder
-	size := 0
 	err = list(ctx, s.mb, arg, func(e *mailbox.Entry) error {
 		entry, err := enc.Encode(e)
 		if err != nil {
 			return err
 		}
-		line := entryLine(nil, entry)
-		if size += entrySize(entry, line); size > min(s.max, maxFrame-pageOverhead) {
+		if b.add(entry); b.size-pageOverhead > min(s.max, maxFrame-pageOverhead) {
 			return tooLarge(min(s.max, maxFrame))
 		}
-		page.Entries = append(page.Entries, bytes.Clone(entry))
-		lines = append(lines, line)
 		return nil
 	})
 	if err != nil {
 		return nil, refuse(err)
 	}
-	return listing(page, lines), nil
+	return b.listing(""), nil
 }
 
 // read is the read tool: the message as read shows it, and as JSON.
