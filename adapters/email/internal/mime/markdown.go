@@ -10,12 +10,16 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"golang.org/x/net/html"
 )
 
-// mdConverter is shared: a Converter holds no per-conversion state.
-var mdConverter = sync.OnceValue(func() *converter.Converter {
+// mdConverters holds converters for the library path. A Converter keeps no
+// per-conversion state, but it takes its RWMutex for every handler list
+// and every escaped character; one shared by the normalise workers makes
+// that lock's cache line travel between the cores.
+var mdConverters = sync.Pool{New: func() any {
 	return converter.NewConverter(converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin()))
-})
+}}
 
 var cidRef = regexp.MustCompile(`(?i)\bcid:([^"'\s<>()]+)`)
 
@@ -41,20 +45,39 @@ func rewriteCIDs(html string, paths map[string]string) string {
 	})
 }
 
-// toMarkdown converts HTML to Markdown. The converter is another library's
-// code run on hostile input: a panic in it is recovered and reported as an
-// error, never allowed to take the message down.
-func toMarkdown(html string) (md string, err error) {
+// toMarkdown converts HTML to Markdown. The HTML is parsed once; the fast
+// path (markdown_fast.go) renders the mail it knows exactly as the
+// library would, and the library converts the rest from the same tree.
+// The converter is another library's code run on hostile input: a panic
+// in either path is recovered and reported as an error, never allowed to
+// take the message down.
+func toMarkdown(s string) (md string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			md, err = "", panicError{r}
 		}
 	}()
-	md, err = mdConverter().ConvertString(html)
+	doc, err := html.Parse(strings.NewReader(s))
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(md), nil
+	if md, ok := fastMarkdown(doc); ok {
+		return md, nil
+	}
+	return libraryMarkdown(doc)
+}
+
+// libraryMarkdown converts doc with html-to-markdown, which may change doc.
+func libraryMarkdown(doc *html.Node) (string, error) {
+	conv := mdConverters.Get().(*converter.Converter)
+	out, err := conv.ConvertNode(doc)
+	if err != nil {
+		return "", err
+	}
+	// Put back only after a conversion that returned: one that panicked
+	// is dropped with its converter.
+	mdConverters.Put(conv)
+	return strings.TrimSpace(string(out)), nil
 }
 
 type panicError struct{ v any }
