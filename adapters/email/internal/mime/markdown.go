@@ -61,7 +61,7 @@ func toMarkdown(s string) (md string, err error) {
 	if err != nil {
 		return "", err
 	}
-	if md, ok := fastMarkdown(doc); ok {
+	if md, ok := fastMarkdown(doc, len(s)); ok {
 		return md, nil
 	}
 	return libraryMarkdown(doc)

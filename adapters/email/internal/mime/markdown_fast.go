@@ -184,27 +184,30 @@ func swappedLink(n *html.Node) *html.Node {
 	return nil
 }
 
+// span is a piece of fastMD.arena.
+type span struct{ start, end int }
+
 // fastMD is the state of one fast conversion.
 type fastMD struct {
-	texts   []string // the collapsed text of each kept text node, in order
-	prev    int      // collapse: index of the previous text, or -1
-	keep    bool     // collapse: keep the next text's leading space
-	next    int      // render: index of the next text
-	decline bool     // render: met what the library does not render alike
+	arena   []byte // the collapsed text of the kept text nodes
+	texts   []span // where each kept text node's is in arena, in order
+	prev    int    // collapse: index of the previous text, or -1
+	keep    bool   // collapse: keep the next text's leading space
+	next    int    // render: index of the next text
+	decline bool   // render: met what the library does not render alike
 	out     []byte
 	scratch []byte
 }
 
 // fastMarkdown returns the Markdown of doc as toMarkdown returns it, or
 // ok false where the library must convert it.
-func fastMarkdown(doc *html.Node) (md string, ok bool) {
-	m := &fastMD{prev: -1}
+// size, the length of the HTML, sizes its buffers.
+func fastMarkdown(doc *html.Node, size int) (md string, ok bool) {
+	m := &fastMD{prev: -1, arena: make([]byte, 0, size), out: make([]byte, 0, size+size/4)}
 	if !m.check(doc, 0, 0) {
 		return "", false
 	}
-	if m.prev >= 0 {
-		m.texts[m.prev] = strings.TrimSuffix(m.texts[m.prev], " ")
-	}
+	m.trimPrev()
 	m.render(doc, false)
 	if m.decline {
 		return "", false
@@ -312,13 +315,25 @@ func plainAttrs(n *html.Node, keys ...string) bool {
 
 // collapseText is collapse.Collapse's step for a text node.
 func (m *fastMD) collapseText(data string) {
-	text := collapseSpace(data)
-	if (m.prev < 0 || strings.HasSuffix(m.texts[m.prev], " ")) && !m.keep && text != "" && text[0] == ' ' {
-		text = text[1:]
+	start := len(m.arena)
+	m.arena = appendCollapsed(m.arena, data)
+	if (m.prev < 0 || m.endsInSpace(m.texts[m.prev])) && !m.keep && start < len(m.arena) && m.arena[start] == ' ' {
+		start++
 	}
-	m.texts = append(m.texts, text)
-	if text != "" {
+	m.texts = append(m.texts, span{start, len(m.arena)})
+	if start < len(m.arena) {
 		m.prev = len(m.texts) - 1
+	}
+}
+
+func (m *fastMD) endsInSpace(t span) bool {
+	return t.end > t.start && m.arena[t.end-1] == ' '
+}
+
+// trimPrev drops the trailing space of the previous text, if any.
+func (m *fastMD) trimPrev() {
+	if m.prev >= 0 && m.endsInSpace(m.texts[m.prev]) {
+		m.texts[m.prev].end--
 	}
 }
 
@@ -327,9 +342,7 @@ func (m *fastMD) collapseText(data string) {
 func (m *fastMD) collapseElement(k mdKind) {
 	switch k {
 	case kBlock, kHr, kBr, kHeading, kList, kItem:
-		if m.prev >= 0 {
-			m.texts[m.prev] = strings.TrimSuffix(m.texts[m.prev], " ")
-		}
+		m.trimPrev()
 		m.prev, m.keep = -1, false
 	case kImg:
 		m.prev, m.keep = -1, true
@@ -340,32 +353,26 @@ func (m *fastMD) collapseElement(k mdKind) {
 	}
 }
 
-// collapseSpace replaces each run of ' ', '\r', '\n' and '\t' by one space.
-func collapseSpace(s string) string {
-	isSpace := func(b byte) bool { return b == ' ' || b == '\r' || b == '\n' || b == '\t' }
-	i := 0
-	for ; i < len(s); i++ {
-		if isSpace(s[i]) && (s[i] != ' ' || i+1 < len(s) && isSpace(s[i+1])) {
+// appendCollapsed appends s with each run of ' ', '\r', '\n' and '\t'
+// replaced by one space.
+func appendCollapsed(b []byte, s string) []byte {
+	space := func(c byte) bool { return c == ' ' || c == '\r' || c == '\n' || c == '\t' }
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && !space(s[i]) {
+			i++
+		}
+		b = append(b, s[:i]...)
+		if i == len(s) {
 			break
 		}
-	}
-	if i == len(s) {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	b = append(b, s[:i]...)
-	for i < len(s) {
-		if !isSpace(s[i]) {
-			b = append(b, s[i])
-			i++
-			continue
-		}
 		b = append(b, ' ')
-		for i < len(s) && isSpace(s[i]) {
+		for i < len(s) && space(s[i]) {
 			i++
 		}
+		s = s[i:]
 	}
-	return string(b)
+	return b
 }
 
 // render writes the Markdown of n's children, before post-processing.
@@ -379,8 +386,7 @@ func (m *fastMD) renderNode(c *html.Node, link bool) {
 	switch kindOf(c) {
 	case kRemove:
 	case kText:
-		m.out = appendEscaped(m.out, m.texts[m.next], link)
-		m.next++
+		m.out = m.appendText(link)
 	case kBlock, kItem:
 		m.out = append(m.out, "\n\n"...)
 		m.render(c, link)
@@ -408,6 +414,13 @@ func (m *fastMD) renderNode(c *html.Node, link bool) {
 	}
 }
 
+// appendText appends the next text, escaped.
+func (m *fastMD) appendText(link bool) []byte {
+	t := m.texts[m.next]
+	m.next++
+	return appendEscaped(m.out, m.arena[t.start:t.end], link)
+}
+
 // renderSwapped renders the emphasis e whose only child is the link a as
 // the library does after swapping the two: e's other (blank) children,
 // and a's children inside e's delimiters.
@@ -417,8 +430,7 @@ func (m *fastMD) renderSwapped(e, a *html.Node) {
 		case c == a:
 			m.renderEmphasis(e, func() { m.render(a, true) })
 		case c.Type == html.TextNode:
-			m.out = appendEscaped(m.out, m.texts[m.next], true)
-			m.next++
+			m.out = m.appendText(true)
 		}
 	}
 }
@@ -595,7 +607,7 @@ func attrOr(n *html.Node, key, fallback string) string {
 // post-renderers do, then trims it as toMarkdown does.
 func (m *fastMD) finish() (string, bool) {
 	b := bytes.TrimSpace(m.out)
-	b = trimConsecutiveNewlines(make([]byte, 0, len(b)), b)
+	b = trimConsecutiveNewlines(b[:0], b)
 	b = trimHardLineBreaks(b)
 	b = unescape(b)
 	if bytes.Contains(b, []byte("\uF002")) {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
 	gomessage "github.com/emersion/go-message"
 	"golang.org/x/net/html"
 
@@ -36,7 +39,7 @@ func fastOnly(t testing.TB, s string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fastMarkdown(doc)
+	return fastMarkdown(doc, len(s))
 }
 
 // checkFast fails t if the fast path accepts s and differs from the
@@ -289,6 +292,18 @@ func BenchmarkToMarkdown(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := toMarkdown(c.html); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		})
+		b.Run(c.name+"/library-shared", func(b *testing.B) {
+			// The library path as it was: one converter for all workers.
+			conv := converter.NewConverter(converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin()))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := conv.ConvertString(c.html); err != nil {
 						b.Error(err)
 					}
 				}

@@ -34,7 +34,7 @@ var escapeClass = func() (t [256]byte) {
 // transformers leave it: '<' and '>' as entities, NUL as U+FFFD, and each
 // markdown character after a placeholder (a ']' inside a link escaped
 // outright).
-func appendEscaped(b []byte, s string, link bool) []byte {
+func appendEscaped(b, s []byte, link bool) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := escapeClass[s[i]]
@@ -93,29 +93,39 @@ func surroundingSpaces(content []byte) (left, trimmed, right []byte) {
 }
 
 // trimConsecutiveNewlines is textutils.TrimConsecutiveNewlines, appending
-// to dst: no more than two newlines in a row, spaces between dropped ones
-// dropped too.
+// to dst (which may be in[:0]): no more than two newlines in a row, and
+// the spaces before a dropped one dropped with it.
 func trimConsecutiveNewlines(dst, in []byte) []byte {
-	newlines, spaces := 0, 0
-	for _, c := range in {
-		switch c {
-		case '\n':
-			newlines++
-			if newlines <= 2 {
+	for {
+		i := bytes.IndexByte(in, '\n')
+		if i < 0 {
+			return append(dst, in...)
+		}
+		// The run of spaces and newlines around in[i]; the count of
+		// newlines starts again after it.
+		s, e := i, i
+		for s > 0 && in[s-1] == ' ' {
+			s--
+		}
+		for e < len(in) && (in[e] == ' ' || in[e] == '\n') {
+			e++
+		}
+		dst = append(dst, in[:s]...)
+		newlines, spaces := 0, 0
+		for _, c := range in[s:e] {
+			if c == ' ' {
+				spaces++
+				continue
+			}
+			if newlines++; newlines <= 2 {
 				dst = appendSpaces(dst, spaces)
 				dst = append(dst, '\n')
 			}
 			spaces = 0
-		case ' ':
-			spaces++
-		default:
-			newlines = 0
-			dst = appendSpaces(dst, spaces)
-			spaces = 0
-			dst = append(dst, c)
 		}
+		dst = appendSpaces(dst, spaces)
+		in = in[e:]
 	}
-	return appendSpaces(dst, spaces)
 }
 
 func appendSpaces(b []byte, n int) []byte {
@@ -127,12 +137,12 @@ func appendSpaces(b []byte, n int) []byte {
 
 // trimHardLineBreaks is textutils.TrimUnnecessaryHardLineBreaks.
 func trimHardLineBreaks(b []byte) []byte {
-	if !bytes.Contains(b, []byte("  \n")) {
-		return b
+	for _, r := range [...][2]string{{"  \n\n", "\n\n"}, {"  \n  \n", "\n\n"}, {"  \n \n", "\n\n"}} {
+		if bytes.Contains(b, []byte(r[0])) {
+			b = bytes.ReplaceAll(b, []byte(r[0]), []byte(r[1]))
+		}
 	}
-	b = bytes.ReplaceAll(b, []byte("  \n\n"), []byte("\n\n"))
-	b = bytes.ReplaceAll(b, []byte("  \n  \n"), []byte("\n\n"))
-	return bytes.ReplaceAll(b, []byte("  \n \n"), []byte("\n\n"))
+	return b
 }
 
 // escapeMultiLine is textutils.EscapeMultiLine: the lines of a link's
@@ -210,7 +220,7 @@ func unescape(chars []byte) []byte {
 	if bytes.IndexByte(chars, placeholder) < 0 {
 		return chars
 	}
-	escape := make([]bool, len(chars))
+	var escaped []int // the placeholders that become backslashes
 	for i := 0; i < len(chars); i++ {
 		if chars[i] != placeholder {
 			continue
@@ -219,19 +229,23 @@ func unescape(chars []byte) []byte {
 			break
 		}
 		if skip := unescaper(chars, i+1); skip != -1 {
-			escape[i] = true
+			escaped = append(escaped, i)
 			i += skip - 1
 		}
 	}
-	out := make([]byte, 0, len(chars))
+	// Decided on the whole text, the placeholders go in place.
+	w := 0
 	for i, c := range chars {
 		if c != placeholder {
-			out = append(out, c)
-		} else if escape[i] {
-			out = append(out, '\\')
+			chars[w] = c
+			w++
+		} else if len(escaped) > 0 && escaped[0] == i {
+			chars[w] = '\\'
+			w++
+			escaped = escaped[1:]
 		}
 	}
-	return out
+	return chars[:w]
 }
 
 // unescaper runs the unescapers in the order the commonmark plugin
