@@ -203,10 +203,11 @@ type fastMD struct {
 // ok false where the library must convert it.
 // size, the length of the HTML, sizes its buffers.
 func fastMarkdown(doc *html.Node, size int) (md string, ok bool) {
-	m := &fastMD{prev: -1, arena: make([]byte, 0, size), out: make([]byte, 0, size+size/4)}
+	m := &fastMD{prev: -1, arena: make([]byte, 0, size)}
 	if !m.check(doc, 0, 0) {
 		return "", false
 	}
+	m.out = make([]byte, 0, len(m.arena)+len(m.arena)/4+size/8)
 	m.trimPrev()
 	m.render(doc, false)
 	if m.decline {
