@@ -10,14 +10,16 @@ import (
 	"golang.org/x/net/html"
 )
 
-// The fast path of toMarkdown: a renderer of our own for the HTML most mail
-// is made of (paragraphs, divs, spans, fonts, links, bold, italic, breaks,
-// images, rules, headings, lists), run over the parsed tree without changing it. It follows
-// html-to-markdown's pipeline step for step on that subset: the removal
-// of head, script, style and comments, the collapse of white space, the
-// rendering (text escaped with the library's placeholder, then unescaped
-// by the same rules, see markdown_post.go) and the trimming. Anything it
-// cannot render exactly as the library would makes it decline, and the
+// The fast path of toMarkdown: a renderer of our own for the HTML most
+// mail is made of (paragraphs, divs, spans, fonts, links, bold, italic,
+// breaks, images, rules, headings, lists), run over the parsed tree
+// without changing it. It follows html-to-markdown's pipeline step for
+// step on that subset: the removal of head, script, style and comments,
+// the collapse of white space, the rendering (text escaped with the
+// library's placeholder, then unescaped by the same rules, see
+// markdown_post.go) and the trimming. Anything it cannot render exactly as
+// the library would (another tag, a tree the library rewrites before
+// rendering, nesting deeper than fastDepth) makes it decline, and the
 // library converts the same tree. The differential tests and
 // FuzzFastMarkdown hold it to the library's output.
 
