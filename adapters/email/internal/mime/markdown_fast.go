@@ -11,8 +11,8 @@ import (
 )
 
 // The fast path of toMarkdown: a renderer of our own for the HTML most
-// mail is made of (paragraphs, divs, spans, fonts, links, bold, italic,
-// breaks, images, rules, headings, lists), run over the parsed tree
+// mail is made of (paragraphs, divs, tables, spans, fonts, links, bold,
+// italic, breaks, images, rules, headings, lists), run over the parsed tree
 // without changing it. It follows html-to-markdown's pipeline step for
 // step on that subset: the removal of head, script, style and comments,
 // the collapse of white space, the rendering (text escaped with the
@@ -30,8 +30,8 @@ const (
 	kDecline mdKind = iota // outside the subset
 	kRemove                // dropped with all it holds (head, script, comments, ...)
 	kText
-	kPlain  // the document, html, body: their children, no block
-	kBlock  // p, div: a block of their children
+	kPlain  // the document, html, body, td, u, ...: their children
+	kBlock  // p, div, table, ...: a block of their children
 	kInline // span, font: their children
 	kBold
 	kItalic
@@ -90,8 +90,18 @@ func kindOf(n *html.Node) mdKind {
 		return kList
 	case "li":
 		return kItem
+	case "address", "article", "aside", "details", "dialog", "dd", "dl", "dt", "fieldset",
+		"figcaption", "figure", "footer", "form", "header", "hgroup", "main", "nav", "section", "table":
+		// The rest of dom.NameIsBlockNode: rendered by the fallback.
+		return kBlock
+	case "blockquote", "pre", "code", "var", "samp", "kbd", "tt",
+		// Void elements to the collapse of white space.
+		"area", "base", "col", "command", "embed", "keygen", "param", "track", "wbr":
+		return kDecline
 	}
-	return kDecline
+	// Any other element the library renders by its fallback, as its
+	// children: td, center, u, a custom element, ...
+	return kPlain
 }
 
 // keptNext returns the next sibling of n that the library keeps after its

@@ -136,11 +136,11 @@ func benchHTML(paras int) string {
 	return b.String()
 }
 
-// newsletterHTML is a corpus-like newsletter: a layout table and a list,
-// which the fast path leaves to the library.
+// newsletterHTML is a corpus-like newsletter: a layout table, headings,
+// lists and a quote, which the fast path leaves to the library.
 func newsletterHTML() string {
 	var b strings.Builder
-	b.WriteString(`<!DOCTYPE html><html><head><title>News</title><style>td{padding:0}</style></head><body><table width="600"><tr><td>`)
+	b.WriteString(`<!DOCTYPE html><html><head><title>News</title><style>td{padding:0}</style></head><body><table width="600"><tr><td><blockquote>Quote</blockquote>`)
 	for k := range 6 {
 		fmt.Fprintf(&b, `<h2>Item %d: what's new</h2><p>Some <em>text</em> about it, with a <a href="https://example.com/a?b=%d&c=d">link</a>.</p><ul><li>one</li><li>two</li></ul>`, k, k)
 	}
@@ -161,6 +161,7 @@ func TestFastMarkdownAccepts(t *testing.T) {
 		`<ol start="9"><li>a</li><li>b<ul><li>c</li></ul></li></ol><p>after</p>`,
 		`<h2>Title #</h2><h3> </h3>`,
 		`<p>a<br><br><br>b</p><p>1. not a list</p><p>- dash</p><p># hash</p><p>***</p>`,
+		`<center><table><tr><td><p>cell</p></td> <td>two</td></tr></table></center><u>u</u><x-y>custom</x-y>`,
 	} {
 		if !checkFast(t, fmt.Sprint(i), s) {
 			t.Errorf("%d: the fast path declined %q", i, s)
@@ -219,7 +220,7 @@ var (
 	}
 	fuzzTags = []string{
 		"p", "div", "span", "font", "b", "strong", "i", "em", "a", "br", "img", "hr",
-		"head", "script", "style", "title", "blockquote", "ul", "ol", "li", "h1", "h2", "code", "table", "u", "#comment",
+		"head", "script", "style", "title", "blockquote", "ul", "ol", "li", "h1", "h2", "code", "table", "tr", "td", "center", "u", "section", "x-tag", "svg", "wbr", "#comment",
 	}
 	fuzzStarts = []string{"", "1", "0", "-3", "9", "99", "x", "+7", "007"}
 )
