@@ -13,13 +13,12 @@ import (
 	"golang.org/x/net/html"
 )
 
-// mdConverters holds converters for the library path. A Converter keeps no
-// per-conversion state, but it takes its RWMutex for every handler list
-// and every escaped character; one shared by the normalise workers makes
-// that lock's cache line travel between the cores.
-var mdConverters = sync.Pool{New: func() any {
+// mdConverter is shared: a Converter holds no per-conversion state. (A
+// pool of converters, against the RWMutex it takes for every escaped
+// character, measured no different on two cores: BenchmarkToMarkdown.)
+var mdConverter = sync.OnceValue(func() *converter.Converter {
 	return converter.NewConverter(converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin()))
-}}
+})
 
 var cidRef = regexp.MustCompile(`(?i)\bcid:([^"'\s<>()]+)`)
 
@@ -80,14 +79,10 @@ func tryFast(doc *html.Node, size int) (md string, ok bool) {
 
 // libraryMarkdown converts doc with html-to-markdown, which may change doc.
 func libraryMarkdown(doc *html.Node) (string, error) {
-	conv := mdConverters.Get().(*converter.Converter)
-	out, err := conv.ConvertNode(doc)
+	out, err := mdConverter().ConvertNode(doc)
 	if err != nil {
 		return "", err
 	}
-	// Put back only after a conversion that returned: one that panicked
-	// is dropped with its converter.
-	mdConverters.Put(conv)
 	return strings.TrimSpace(string(out)), nil
 }
 

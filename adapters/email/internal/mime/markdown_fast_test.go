@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
 	gomessage "github.com/emersion/go-message"
 	"golang.org/x/net/html"
 
@@ -310,7 +307,8 @@ func FuzzFastMarkdown(f *testing.F) {
 }
 
 // BenchmarkToMarkdown converts the benchmark's mail and a newsletter, by
-// toMarkdown and by the library alone, on all workers at once (-cpu 1,2).
+// toMarkdown and by the library alone (its shared converter), on all
+// workers at once (-cpu 1,2).
 func BenchmarkToMarkdown(b *testing.B) {
 	for _, c := range []struct{ name, html string }{{"mail", benchHTML(4)}, {"newsletter", newsletterHTML()}} {
 		b.Run(c.name+"/toMarkdown", func(b *testing.B) {
@@ -318,18 +316,6 @@ func BenchmarkToMarkdown(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := toMarkdown(c.html); err != nil {
-						b.Error(err)
-					}
-				}
-			})
-		})
-		b.Run(c.name+"/library-shared", func(b *testing.B) {
-			// The library path as it was: one converter for all workers.
-			conv := converter.NewConverter(converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin()))
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := conv.ConvertString(c.html); err != nil {
 						b.Error(err)
 					}
 				}
