@@ -13,7 +13,8 @@ import (
 // The text steps of html-to-markdown v2.5.2 (base and commonmark plugins,
 // default options) that the fast path in markdown_fast.go needs, ported
 // from its internal packages (MIT License, Copyright (c) 2018 Johannes
-// Kaufmann) to work on byte slices without the converter's locks. Each
+// Kaufmann; the licence is LICENSE.html-to-markdown beside this file) to
+// work on byte slices without the converter's locks. Each
 // keeps the library's behaviour exactly; FuzzFastMarkdown compares them,
 // through the fast path, with the library itself.
 
