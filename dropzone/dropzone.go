@@ -321,7 +321,7 @@ func (s *Store) PutFile(path string) (Object, error) {
 		return Object{}, fmt.Errorf("dropzone: %s: not a regular file", path)
 	}
 	b := s.NewBatch()
-	o, err := b.put(f, name)
+	o, err := b.put(f, name, false)
 	if err != nil {
 		b.Abort()
 		return Object{}, err
@@ -418,10 +418,21 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return
 // Put stops reading, removes the temporary file and returns an error wrapping
 // ErrTooLarge. Put does not close r.
 func (b *Batch) Put(r io.Reader) (Object, error) {
-	return b.put(r, "")
+	return b.put(r, "", false)
 }
 
-func (b *Batch) put(r io.Reader, name string) (Object, error) {
+// PutFresh is Put for content that is almost never stored yet (a raw
+// message just fetched): it is staged without first looking for it at
+// its final path, and Commit renames it over an object already there
+// (the same bytes, or a damaged copy, which this repairs). A look costs
+// a failed open for every new object, and each of a mailbox's raw
+// messages is new but for a re-sync; content often repeated (an
+// attachment) goes through Put, which writes no file for a copy.
+func (b *Batch) PutFresh(r io.Reader) (Object, error) {
+	return b.put(r, "", true)
+}
+
+func (b *Batch) put(r io.Reader, name string, fresh bool) (Object, error) {
 	b.mu.Lock()
 	done := b.done
 	b.mu.Unlock()
@@ -442,7 +453,7 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 	}
 	if eof {
 		it := item{obj: objectOf(sha256.Sum256(head), int64(len(head)))}
-		if !s.reuse(it.obj) {
+		if fresh || !s.reuse(it.obj) {
 			if it.tmp, err = s.writeTemp(head); err != nil {
 				return Object{}, err
 			}
@@ -453,7 +464,7 @@ func (b *Batch) put(r io.Reader, name string) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	if s.reuse(it.obj) {
+	if !fresh && s.reuse(it.obj) {
 		// Already durable at its final path (Commit syncs before renaming):
 		// nothing to sync or rename, only the directory to sync at Commit in
 		// case the rename that put it there is not yet durable; marked in

@@ -3,6 +3,7 @@ package dropzone_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -150,5 +151,76 @@ func BenchmarkBatchPutDuplicate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// PutFresh (a raw message just fetched) stages its content without
+// opening what is at its final path: a copy already stored is not
+// opened (a Put opens it to verify it), and Commit renames the new file
+// over it, so that the object is whole afterwards, also where the stored
+// copy was damaged; a new content is stored as by Put.
+func TestPutFreshDoesNotLook(t *testing.T) {
+	s, dir := open(t, nil)
+	content := bytes.Repeat([]byte("Subject: a message fetched again\r\n\r\nbody\r\n"), 50)
+	o, err := s.Put(bytes.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(o.Path))
+	opened := watch(t, p, unix.IN_OPEN)
+	b := s.NewBatch()
+	if got, err := b.PutFresh(bytes.NewReader(content)); err != nil || got != o {
+		t.Fatalf("PutFresh = %+v, %v; want %+v", got, err, o)
+	}
+	if opened() {
+		t.Error("PutFresh opened the stored copy")
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		t.Helper()
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, content) {
+			t.Fatalf("object after Commit: %q, %v", got, err)
+		}
+	}
+	check()
+
+	// A damaged copy is replaced.
+	os.Chmod(p, 0o644)
+	if err := os.WriteFile(p, []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = s.NewBatch()
+	if _, err := b.PutFresh(bytes.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check()
+
+	// New content, read back before Commit, then stored.
+	fresh := []byte("Subject: new\r\n\r\nnew body\r\n")
+	b = s.NewBatch()
+	n, err := b.PutFresh(bytes.NewReader(fresh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.Open(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(staged, fresh) {
+		t.Errorf("staged content read back: %q", staged)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(n.Path))); err != nil || !bytes.Equal(got, fresh) {
+		t.Errorf("new object: %q, %v", got, err)
 	}
 }

@@ -428,7 +428,7 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 func (s *IMAPSource) normalise(fm *fetchedMessage, batch *dropzone.Batch, folder string, validity uint32, sizes map[imap.UID]int64) (*schema.Message, error) {
 	var r io.Reader
 	if fm.mem != nil {
-		obj, err := batch.Put(bytes.NewReader(fm.mem))
+		obj, err := batch.PutFresh(bytes.NewReader(fm.mem))
 		if err != nil {
 			return nil, fmt.Errorf("store message: %w", err)
 		}
