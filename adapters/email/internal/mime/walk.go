@@ -150,7 +150,7 @@ func (w *mimeWalker) walk(h Header, body *bufio.Reader, c entityPos, col *Body, 
 		// "text", "application-x-gzip", bytes that are no token: no
 		// usable type.
 		n := "application/octet-stream"
-		if strings.HasPrefix(media, "text") && ct.params["name"].raw == nil {
+		if p, _ := ct.lookup("name"); strings.HasPrefix(media, "text") && p.raw == nil {
 			n = "text/plain"
 		}
 		w.notes.Addf("%s: Content-Type %s not understood: read as %s", what, QuoteShort(media), n)
@@ -169,9 +169,9 @@ func (w *mimeWalker) walk(h Header, body *bufio.Reader, c entityPos, col *Body, 
 		}
 		w.notes.Addf("%s: multipart nested deeper than %d: stored whole", what, MaxDepth)
 	}
-	name, hasName := disp.params["filename"]
+	name, hasName := disp.lookup("filename")
 	if !hasName || len(name.raw) == 0 {
-		name, hasName = ct.params["name"]
+		name, hasName = ct.lookup("name")
 		hasName = hasName && len(name.raw) > 0
 	}
 	if (media == "text/plain" || media == "text/html") && disp.value != "attachment" && !hasName && !(c.related && !c.root) {
