@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/monoco/courier/dropzone"
 	"github.com/monoco/courier/internal/testutil"
@@ -88,4 +90,36 @@ func TestNormalizePooledConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// readLiteral reads what io.ReadAll reads (or fails as it fails), in one
+// allocation when the literal is the size it says.
+func TestReadLiteral(t *testing.T) {
+	raw := typicalMessage()
+	for name, c := range map[string]struct {
+		r    func() io.Reader
+		size int64
+	}{
+		"exact":     {func() io.Reader { return bytes.NewReader(raw) }, int64(len(raw))},
+		"one byte":  {func() io.Reader { return iotest.OneByteReader(bytes.NewReader(raw)) }, int64(len(raw))},
+		"longer":    {func() io.Reader { return bytes.NewReader(raw) }, 10},
+		"shorter":   {func() io.Reader { return bytes.NewReader(raw) }, int64(len(raw)) + 100},
+		"empty":     {func() io.Reader { return bytes.NewReader(nil) }, 0},
+		"data+EOF":  {func() io.Reader { return iotest.DataErrReader(bytes.NewReader(raw)) }, int64(len(raw))},
+		"truncated": {func() io.Reader { return iotest.TimeoutReader(bytes.NewReader(raw)) }, int64(len(raw))},
+	} {
+		want, werr := io.ReadAll(c.r())
+		got, err := readLiteral(c.r(), c.size)
+		if (err == nil) != (werr == nil) || err == nil && !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v; io.ReadAll: %d bytes, %v", name, len(got), err, len(want), werr)
+		}
+	}
+	r := bytes.NewReader(raw)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(raw)
+		readLiteral(r, int64(len(raw)))
+	})
+	if allocs > 1 {
+		t.Errorf("a literal of its size read in %v allocations, want 1", allocs)
+	}
 }
