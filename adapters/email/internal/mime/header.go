@@ -98,22 +98,30 @@ func readHeader(br *bufio.Reader, top bool, what string, n *Notes) (Header, []by
 
 // bufferedHeader returns the lines of a header block that br holds whole
 // in its buffer, as readHeaderLines would read them, and the length of the
-// block with the blank line that ends it; end is 0 when br does not hold
-// it all. The lines are slices of br's buffer, not copied: valid until br
+// block with the blank line that ends it; end is 0 when the block does not
+// fit in the buffer or ends without a blank line. br reads on as
+// readHeaderLines would, a fill whenever the buffer holds no further line
+// end. The lines are slices of br's buffer, not copied: valid until br
 // reads on.
 func bufferedHeader(br *bufio.Reader) (lines [][]byte, end int) {
-	b, _ := br.Peek(br.Buffered())
-	count := 0
-	for i := 0; ; count++ {
+	var b []byte
+	i, count := 0, 0 // the start of the line to look at, the lines before it
+	for end == 0 {
+		b, _ = br.Peek(br.Buffered())
 		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return nil, 0
-		}
-		if len(trimEOL(b[i:i+j+1])) == 0 {
+		switch {
+		case j >= 0 && len(trimEOL(b[i:i+j+1])) == 0:
 			end = i + j + 1
-			break
+		case j >= 0:
+			i += j + 1
+			count++
+		case len(b) == br.Size():
+			return nil, 0
+		default:
+			if _, err := br.Peek(len(b) + 1); err != nil {
+				return nil, 0
+			}
 		}
-		i += j + 1
 	}
 	lines = make([][]byte, 0, count)
 	for i := 0; len(lines) < count; {
