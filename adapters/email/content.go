@@ -77,8 +77,12 @@ type textField struct {
 	// it is while nothing else is written (most fields are written whole,
 	// once: the renderer's string becomes the message's value, not copied);
 	// buf from the second write on.
-	one      string
-	buf      strings.Builder
+	one string
+	buf strings.Builder
+	// line is the value kept with a line end after it, when endLine
+	// added one: the body, the value a slice of it.
+	line     string
+	endsLine bool
 	spool    func() (*os.File, error)
 	f        *os.File
 	size     int64 // bytes written, mem and spool
@@ -164,12 +168,32 @@ func (f *textField) memLen() int { return len(f.one) + f.buf.Len() }
 // the text itself, unless it is less than half of what holds it (a field
 // cut short, or a string cut from a longer one), which a copy lets go.
 func (f *textField) keep(k int) string {
-	s := f.mem()[:k]
-	if f.size > int64(2*k) || f.buf.Cap() > 2*k {
+	n := k
+	if f.endsLine {
+		n++
+	}
+	s := f.mem()[:n]
+	if f.size > int64(2*k) || f.buf.Cap() > 2*n {
 		s = strings.Clone(s)
 	}
+	if f.endsLine {
+		f.line = s
+	}
 	f.one, f.buf = "", strings.Builder{}
-	return s
+	return s[:k]
+}
+
+// endLine prepares the body made of the field kept whole, k bytes: when
+// they do not end a line and were written in pieces, a line end is held
+// after them, so that keep returns the body (line) and the value as one
+// string, not a second copy of the text with "\n" added. The field's
+// size and value are unchanged.
+func (f *textField) endLine(k int) {
+	if f.length() == 0 || f.one != "" || k == 0 || k != f.buf.Len() || int64(k) != f.size || f.buf.String()[k-1] == '\n' {
+		return
+	}
+	f.buf.WriteByte('\n')
+	f.endsLine = true
 }
 
 // done notes the NUL bytes removed, as CleanText does for a whole value.
@@ -242,11 +266,17 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 		return err
 	}
 	defer md.close()
-	src := text
+	src, ks := text, kt
 	km := 0
 	if md.length() > 0 {
-		src = md
 		km = cutAt(md, max(0, limit-int64(kt)-int64(kh))/2)
+		src, ks = md, km
+	}
+	// The body is the text or the Markdown as kept; cut, it says where it
+	// goes on.
+	cut := int64(ks) < src.length() || (src == md && int64(kh) < html.length())
+	if !cut {
+		src.endLine(ks)
 	}
 	values, rests, notes, err := b.keepFields([3]*textField{text, html, md}, [3]int{kt, kh, km}, batch, maxArtifact)
 	if err != nil {
@@ -267,9 +297,12 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 	}
 	// The body says where it goes on when it is cut: the body is the
 	// text cut, or the Markdown cut or made from a cut HTML.
-	if (src == text && int64(kt) < text.length()) || (src == md && (int64(km) < md.size || int64(kh) < html.length())) {
+	switch {
+	case cut:
 		m.Body = strings.TrimRight(m.Body, "\n") + restLine(rests)
-	} else if m.Body != "" && !strings.HasSuffix(m.Body, "\n") {
+	case src.line != "":
+		m.Body = src.line
+	case m.Body != "" && !strings.HasSuffix(m.Body, "\n"):
 		m.Body += "\n"
 	}
 	return nil
