@@ -103,9 +103,18 @@ func splitAddressList(s string) []string {
 // without angle brackets: "odd local"@example.com.
 var quotedLocal = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"@[^\s(<>,;]+)\s*(?:\((.*)\))?\s*$`)
 
+// quotedLocalOf is quotedLocal.FindStringSubmatch(item), run only on an
+// item that holds `"@`, which every match does.
+func quotedLocalOf(item string) []string {
+	if !strings.Contains(item, `"@`) {
+		return nil
+	}
+	return quotedLocal.FindStringSubmatch(item)
+}
+
 // parseAddress parses one mailbox; ok is false for an empty item.
 func (d *Decoder) parseAddress(item, what string) (Address, bool) {
-	if m := quotedLocal.FindStringSubmatch(item); m != nil {
+	if m := quotedLocalOf(item); m != nil {
 		addr := d.Raw([]byte(m[1]), what)
 		name := d.Text([]byte(m[2]), what)
 		return Address{Name: name, Addr: OneLine(addr)}, true
