@@ -49,6 +49,9 @@ func StripControls(s string) (string, int) {
 // bytes stay as they are, as utf8.RuneError did.
 func indexControl(s string) (int, int) {
 	for i := 0; i < len(s); i++ {
+		if !controlLead[s[i]] {
+			continue // one load and a test
+		}
 		switch c := s[i]; {
 		case c < 0x20:
 			if c != '\t' && c != '\n' {
@@ -70,6 +73,16 @@ func indexControl(s string) (int, int) {
 	}
 	return -1, 0
 }
+
+// controlLead marks the bytes indexControl looks at: the C0 controls but
+// tab and newline, DEL, and the lead bytes 0xC2 and 0xE2.
+var controlLead = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = c != '\t' && c != '\n'
+	}
+	t[0x7f], t[0xc2], t[0xe2] = true, true, true
+	return t
+}()
 
 // IsStrippedControl reports whether StripControls removes r.
 func IsStrippedControl(r rune) bool {

@@ -25,29 +25,82 @@ import (
 
 // ynode is a value to write.
 type ynode struct {
-	kind  byte // 's' string, 'r' raw scalar (numbers, true, null), 'm' map, 'l' list
-	s     string
-	keys  []string
-	vals  []*ynode
-	items []*ynode
+	kind byte // 's' string, 'r' raw scalar (numbers, true, null), 'm' map, 'l' list
+	s    string
+	keys []string
+	vals []*ynode // a map's values, or a list's items
 }
 
-func ystr(s string) *ynode { return &ynode{kind: 's', s: s} }
+// tree allocates the nodes of one message's tree from slabs, not one by
+// one: a message has some eighty nodes, and their allocation was a third of
+// the emitter's time.
+type tree struct {
+	nodes []ynode
+	keys  []string
+	vals  []*ynode
+}
+
+// node returns a new zero node.
+func (t *tree) node() *ynode {
+	if len(t.nodes) == cap(t.nodes) {
+		t.nodes = make([]ynode, 0, 80)
+	}
+	t.nodes = t.nodes[:len(t.nodes)+1]
+	return &t.nodes[len(t.nodes)-1]
+}
+
+// fields returns empty key and value slices with room for n entries, which
+// appending to within n never shares.
+func (t *tree) fields(n int) ([]string, []*ynode) {
+	if cap(t.keys)-len(t.keys) < n {
+		t.keys, t.vals = make([]string, 0, max(n, 112)), make([]*ynode, 0, max(n, 112))
+	}
+	k, v := len(t.keys), len(t.vals)
+	t.keys, t.vals = t.keys[:k+n], t.vals[:v+n]
+	return t.keys[k : k : k+n], t.vals[v : v : v+n]
+}
+
+// items returns a slice of n nodes to fill.
+func (t *tree) items(n int) []*ynode {
+	_, v := t.fields(n)
+	return v[:n]
+}
+
+func (t *tree) str(s string) *ynode {
+	n := t.node()
+	n.kind, n.s = 's', s
+	return n
+}
+
+func (t *tree) raw(s string) *ynode {
+	n := t.node()
+	n.kind, n.s = 'r', s
+	return n
+}
+
 func yraw(s string) *ynode { return &ynode{kind: 'r', s: s} }
 
-var ynull = yraw("null")
+var (
+	ynull  = yraw("null")
+	ytrue  = yraw("true")
+	yfalse = yraw("false")
+)
 
 func ybool(b bool) *ynode {
 	if b {
-		return yraw("true")
+		return ytrue
 	}
-	return yraw("false")
+	return yfalse
 }
 
-func yint(i int64) *ynode   { return yraw(strconv.FormatInt(i, 10)) }
-func yuint(u uint64) *ynode { return yraw(strconv.FormatUint(u, 10)) }
+func (t *tree) int(i int64) *ynode   { return t.raw(strconv.FormatInt(i, 10)) }
+func (t *tree) uint(u uint64) *ynode { return t.raw(strconv.FormatUint(u, 10)) }
 
-func ylist(items []*ynode) *ynode { return &ynode{kind: 'l', items: items} }
+func (t *tree) list(items []*ynode) *ynode {
+	n := t.node()
+	n.kind, n.vals = 'l', items
+	return n
+}
 
 // The tree of a message is built from its types, as yaml.v3 would marshal
 // them: every field YAML sees is written under its key, in field order;
@@ -65,12 +118,13 @@ var (
 
 // messageNode is the tree of a Message.
 func messageNode(m *Message) (*ynode, error) {
-	return valueNode(reflect.ValueOf(m).Elem(), "")
+	var t tree
+	return t.valueNode(reflect.ValueOf(m).Elem(), "")
 }
 
 // valueNode is the tree of v, the value at path.
-func valueNode(v reflect.Value, path string) (*ynode, error) {
-	if n := leafNode(v); n != nil {
+func (t *tree) valueNode(v reflect.Value, path string) (*ynode, error) {
+	if n := t.leafNode(v); n != nil {
 		return n, nil
 	}
 	switch v.Kind() {
@@ -78,24 +132,24 @@ func valueNode(v reflect.Value, path string) (*ynode, error) {
 		if v.IsNil() {
 			return ynull, nil
 		}
-		return valueNode(v.Elem(), path)
+		return t.valueNode(v.Elem(), path)
 	case reflect.Struct:
-		return structNode(v, path)
+		return t.structNode(v, path)
 	case reflect.Slice, reflect.Array:
-		items := make([]*ynode, v.Len())
+		items := t.items(v.Len())
 		for i := range items {
-			if items[i] = leafNode(v.Index(i)); items[i] != nil {
+			if items[i] = t.leafNode(v.Index(i)); items[i] != nil {
 				continue
 			}
-			n, err := valueNode(v.Index(i), path+"["+strconv.Itoa(i)+"]")
+			n, err := t.valueNode(v.Index(i), path+"["+strconv.Itoa(i)+"]")
 			if err != nil {
 				return nil, err
 			}
 			items[i] = n
 		}
-		return ylist(items), nil
+		return t.list(items), nil
 	}
-	n, err := anyNode(v.Interface()) // maps, interfaces
+	n, err := t.anyNode(v.Interface()) // maps, interfaces
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -105,27 +159,27 @@ func valueNode(v reflect.Value, path string) (*ynode, error) {
 // leafNode is the node of a scalar v (a string, a number, a bool, a
 // NullString, a Time), or nil: a leaf needs no path, which is built only
 // for what can fail (maps and interfaces) and what holds it.
-func leafNode(v reflect.Value) *ynode {
+func (t *tree) leafNode(v reflect.Value) *ynode {
 	switch v.Type() {
 	case nullStringType:
 		if v.Len() == 0 {
 			return ynull
 		}
-		return ystr(v.String())
+		return t.str(v.String())
 	case timeType:
-		return ystr(timeOf(v).Format())
+		return t.str(timeOf(v).Format())
 	}
 	switch v.Kind() {
 	case reflect.String:
-		return ystr(v.String())
+		return t.str(v.String())
 	case reflect.Bool:
 		return ybool(v.Bool())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return yint(v.Int())
+		return t.int(v.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return yuint(v.Uint())
+		return t.uint(v.Uint())
 	case reflect.Float32, reflect.Float64:
-		return floatNode(v.Float())
+		return t.floatNode(v.Float())
 	}
 	return nil
 }
@@ -137,18 +191,20 @@ func timeOf(v reflect.Value) Time {
 	return v.Interface().(Time)
 }
 
-func structNode(v reflect.Value, path string) (*ynode, error) {
+func (t *tree) structNode(v reflect.Value, path string) (*ynode, error) {
 	plan := planOf(v.Type())
-	m := &ynode{kind: 'm', keys: make([]string, 0, len(plan.fields)), vals: make([]*ynode, 0, len(plan.fields))}
+	m := t.node()
+	m.kind = 'm'
+	m.keys, m.vals = t.fields(len(plan.fields))
 	for _, f := range plan.fields {
 		fv := v.Field(f.index)
 		if f.omitEmpty && emptyValue(fv, f.isZeroer) {
 			continue
 		}
-		n := leafNode(fv)
+		n := t.leafNode(fv)
 		if n == nil {
 			var err error
-			if n, err = valueNode(fv, joinPath(path, f.key)); err != nil {
+			if n, err = t.valueNode(fv, joinPath(path, f.key)); err != nil {
 				return nil, err
 			}
 		}
@@ -157,7 +213,7 @@ func structNode(v reflect.Value, path string) (*ynode, error) {
 	}
 	if plan.inline >= 0 {
 		if iv := v.Field(plan.inline); iv.Len() > 0 {
-			other, err := anyNode(iv.Interface())
+			other, err := t.anyNode(iv.Interface())
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
@@ -270,57 +326,60 @@ func fieldsEmpty(v reflect.Value) bool {
 
 // anyNode converts a decoded YAML value (and the Go values adapters put in
 // provider_raw) to a node; maps are written with their keys sorted.
-func anyNode(v any) (*ynode, error) {
+func (t *tree) anyNode(v any) (*ynode, error) {
 	switch v := v.(type) {
 	case nil:
 		return ynull, nil
 	case string:
-		return ystr(v), nil
+		return t.str(v), nil
 	case bool:
 		return ybool(v), nil
 	case int:
-		return yint(int64(v)), nil
+		return t.int(int64(v)), nil
 	case int64:
-		return yint(v), nil
+		return t.int(v), nil
 	case float64:
-		return floatNode(v), nil
+		return t.floatNode(v), nil
 	case []any:
-		return listNode(v)
+		return t.listNode(v)
 	case []string:
-		items := make([]*ynode, len(v))
+		items := t.items(len(v))
 		for i, x := range v {
-			items[i] = ystr(x)
+			items[i] = t.str(x)
 		}
-		return ylist(items), nil
+		return t.list(items), nil
 	case map[string]any:
-		return mapNode(v)
+		return t.mapNode(v)
 	}
-	return reflectNode(v)
+	return t.reflectNode(v)
 }
 
 // listNode converts a decoded YAML sequence.
-func listNode(v []any) (*ynode, error) {
-	items := make([]*ynode, len(v))
+func (t *tree) listNode(v []any) (*ynode, error) {
+	items := t.items(len(v))
 	for i, x := range v {
-		n, err := anyNode(x)
+		n, err := t.anyNode(x)
 		if err != nil {
 			return nil, err
 		}
 		items[i] = n
 	}
-	return ylist(items), nil
+	return t.list(items), nil
 }
 
 // mapNode converts a decoded YAML mapping, its keys sorted.
-func mapNode(v map[string]any) (*ynode, error) {
+func (t *tree) mapNode(v map[string]any) (*ynode, error) {
 	keys := make([]string, 0, len(v))
 	for k := range v {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	m := &ynode{kind: 'm', keys: keys, vals: make([]*ynode, len(keys))}
+	m := t.node()
+	m.kind, m.keys = 'm', keys
+	_, m.vals = t.fields(len(keys))
+	m.vals = m.vals[:len(keys)]
 	for i, k := range keys {
-		n, err := anyNode(v[k])
+		n, err := t.anyNode(v[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
@@ -331,22 +390,22 @@ func mapNode(v map[string]any) (*ynode, error) {
 
 // reflectNode converts a Go value of a type anyNode does not list (a
 // pointer, a named type, a typed slice or map) by its kind.
-func reflectNode(v any) (*ynode, error) {
+func (t *tree) reflectNode(v any) (*ynode, error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if rv.IsNil() {
 			return ynull, nil
 		}
-		return anyNode(rv.Elem().Interface())
+		return t.anyNode(rv.Elem().Interface())
 	case reflect.String:
-		return ystr(rv.String()), nil
+		return t.str(rv.String()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return yint(rv.Int()), nil
+		return t.int(rv.Int()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return yuint(rv.Uint()), nil
+		return t.uint(rv.Uint()), nil
 	case reflect.Float32, reflect.Float64:
-		return floatNode(rv.Float()), nil
+		return t.floatNode(rv.Float()), nil
 	case reflect.Bool:
 		return ybool(rv.Bool()), nil
 	case reflect.Slice, reflect.Array:
@@ -354,7 +413,7 @@ func reflectNode(v any) (*ynode, error) {
 		for i := range items {
 			items[i] = rv.Index(i).Interface()
 		}
-		return anyNode(items)
+		return t.anyNode(items)
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
 			return nil, fmt.Errorf("a map with %s keys cannot be written", rv.Type().Key())
@@ -363,25 +422,25 @@ func reflectNode(v any) (*ynode, error) {
 		for it := rv.MapRange(); it.Next(); {
 			m[it.Key().String()] = it.Value().Interface()
 		}
-		return anyNode(m)
+		return t.anyNode(m)
 	}
 	return nil, fmt.Errorf("a %T cannot be written", v)
 }
 
-func floatNode(f float64) *ynode {
+func (t *tree) floatNode(f float64) *ynode {
 	switch {
 	case math.IsNaN(f):
-		return yraw(".nan")
+		return t.raw(".nan")
 	case math.IsInf(f, 1):
-		return yraw(".inf")
+		return t.raw(".inf")
 	case math.IsInf(f, -1):
-		return yraw("-.inf")
+		return t.raw("-.inf")
 	}
 	s := strconv.FormatFloat(f, 'g', -1, 64)
 	if !strings.ContainsAny(s, ".eEn") {
 		s += ".0" // keep it a float when read back
 	}
-	return yraw(s)
+	return t.raw(s)
 }
 
 // emit writes a node as the value of a mapping key or sequence item at
@@ -396,7 +455,7 @@ func emit(b *bytes.Buffer, n *ynode, indent int) {
 		b.WriteByte('\n')
 		emitMap(b, n, indent+2, false)
 	case 'l':
-		if len(n.items) == 0 {
+		if len(n.vals) == 0 {
 			b.WriteString(" []\n")
 			return
 		}
@@ -431,14 +490,14 @@ func emitMap(b *bytes.Buffer, n *ynode, indent int, inItem bool) {
 }
 
 func emitList(b *bytes.Buffer, n *ynode, indent int) {
-	for _, it := range n.items {
+	for _, it := range n.vals {
 		writeIndent(b, indent)
 		b.WriteString("-")
 		switch {
 		case it.kind == 'm' && len(it.keys) > 0:
 			b.WriteByte(' ')
 			emitMap(b, it, indent+2, true)
-		case it.kind == 'l' && len(it.items) > 0:
+		case it.kind == 'l' && len(it.vals) > 0:
 			b.WriteByte('\n')
 			emitList(b, it, indent+2)
 		default:
@@ -447,10 +506,14 @@ func emitList(b *bytes.Buffer, n *ynode, indent int) {
 	}
 }
 
+// spaces is what writeIndent writes from, a slice at a time.
+const spaces = "                                                                "
+
 func writeIndent(b *bytes.Buffer, n int) {
-	for ; n > 0; n-- {
-		b.WriteByte(' ')
+	for ; n > len(spaces); n -= len(spaces) {
+		b.WriteString(spaces)
 	}
+	b.WriteString(spaces[:n])
 }
 
 func emitKey(b *bytes.Buffer, k string) {
@@ -528,7 +591,10 @@ func literalSafe(s string) bool {
 		}
 	}
 	for _, r := range s {
-		if r != '\n' && r != '\t' && !printable(r) {
+		if r >= 0x20 && r < 0x7f || r == '\n' || r == '\t' {
+			continue // the usual case, decided without printable
+		}
+		if !printable(r) {
 			return false
 		}
 	}
@@ -577,33 +643,50 @@ func printable(r rune) bool {
 // quote writes s double-quoted, escaping what YAML requires.
 func writeQuoted(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\r':
-			b.WriteString(`\r`)
-		case 0:
-			b.WriteString(`\0`)
-		default:
-			if printable(r) {
-				b.WriteRune(r)
-			} else if r < 0x100 {
-				fmt.Fprintf(b, `\x%02X`, r)
-			} else if r < 0x10000 {
-				fmt.Fprintf(b, `\u%04X`, r)
-			} else {
-				fmt.Fprintf(b, `\U%08X`, r)
-			}
+	for len(s) > 0 {
+		// A run of printable ASCII that needs no escape, written whole.
+		i := 0
+		for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' {
+			i++
 		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		if s == "" {
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		writeQuotedRune(b, r)
 	}
 	b.WriteByte('"')
+}
+
+// writeQuotedRune writes r inside double quotes, escaped as YAML requires.
+func writeQuotedRune(b *bytes.Buffer, r rune) {
+	switch r {
+	case '"':
+		b.WriteString(`\"`)
+	case '\\':
+		b.WriteString(`\\`)
+	case '\n':
+		b.WriteString(`\n`)
+	case '\t':
+		b.WriteString(`\t`)
+	case '\r':
+		b.WriteString(`\r`)
+	case 0:
+		b.WriteString(`\0`)
+	default:
+		if printable(r) {
+			b.WriteRune(r)
+		} else if r < 0x100 {
+			fmt.Fprintf(b, `\x%02X`, r)
+		} else if r < 0x10000 {
+			fmt.Fprintf(b, `\u%04X`, r)
+		} else {
+			fmt.Fprintf(b, `\U%08X`, r)
+		}
+	}
 }
 
 // encodeMessage writes m as a front matter file with the emitter.

@@ -55,6 +55,24 @@ func BenchmarkNormalizeNoAttachment(b *testing.B) {
 	benchNormalize(b, append(raw[:cut:cut], "--mix--\r\n"...))
 }
 
+// BenchmarkNormalizeTextOnly is the typical message without its HTML
+// alternative and its attachment: the cost of everything but the HTML's
+// conversion to Markdown and the dropzone.
+func BenchmarkNormalizeTextOnly(b *testing.B) { benchNormalize(b, textOnlyMessage()) }
+
+// textOnlyMessage is typicalMessage without its HTML alternative and its
+// attachment.
+func textOnlyMessage() []byte {
+	raw := typicalMessage()
+	html := bytes.Index(raw, []byte("\r\n--alt\r\nContent-Type: text/html"))
+	end := bytes.Index(raw, []byte("--alt--\r\n"))
+	cut := bytes.Index(raw, []byte("--mix\r\nContent-Type: application/pdf"))
+	out := append([]byte{}, raw[:html]...)
+	out = append(out, "\r\n"...)
+	out = append(out, raw[end:cut]...)
+	return append(out, "--mix--\r\n"...)
+}
+
 // benchNormalize normalises raw over and over, each time into a batch it
 // aborts.
 func benchNormalize(b *testing.B, raw []byte) {
@@ -88,6 +106,13 @@ func BenchmarkNormalizeParallel(b *testing.B) {
 			batch.Abort()
 		}
 	})
+}
+
+func TestTextOnlyMessage(t *testing.T) {
+	m := normalizeBytes(t, textOnlyMessage())
+	if m.Content.HTML != "" || m.Content.Text == "" || len(m.Artifacts) != 0 || m.Metadata.Extra.ParseError != "" {
+		t.Errorf("html %d bytes, text %d bytes, %d artifacts, parse_error %q", len(m.Content.HTML), len(m.Content.Text), len(m.Artifacts), m.Metadata.Extra.ParseError)
+	}
 }
 
 func TestTypicalMessage(t *testing.T) {

@@ -2,7 +2,6 @@ package email
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -72,9 +71,18 @@ func (b *Bounds) leave() {
 // bytes in memory and the rest in a spool file, so a field of any size
 // costs at most max bytes of memory.
 type textField struct {
-	name     string // content.text, content.html, content.markdown
-	max      int
-	mem      []byte
+	name string // content.text, content.html, content.markdown
+	max  int
+	// The field's first max bytes: one, the first string written, kept as
+	// it is while nothing else is written (most fields are written whole,
+	// once: the renderer's string becomes the message's value, not copied);
+	// buf from the second write on.
+	one string
+	buf strings.Builder
+	// line is the value kept with a line end after it, when endLine
+	// added one: the body, the value a slice of it.
+	line     string
+	endsLine bool
 	spool    func() (*os.File, error)
 	f        *os.File
 	size     int64 // bytes written, mem and spool
@@ -107,9 +115,9 @@ func (f *textField) WriteString(s string) (int, error) {
 	if !f.nonSpace && strings.TrimSpace(s) != "" {
 		f.nonSpace = true
 	}
-	if room := f.max - len(f.mem); room > 0 {
+	if room := f.max - f.memLen(); room > 0 {
 		k := min(room, len(s))
-		f.mem = append(f.mem, s[:k]...)
+		f.hold(s[:k])
 		f.size += int64(k)
 		s = s[k:]
 	}
@@ -130,6 +138,64 @@ func (f *textField) WriteString(s string) (int, error) {
 	return n, nil
 }
 
+// hold adds s to the text held in memory.
+func (f *textField) hold(s string) {
+	switch {
+	case s == "":
+	case f.one == "" && f.buf.Len() == 0:
+		f.one = s
+	default:
+		if f.one != "" {
+			f.buf.Grow(len(f.one) + len(s))
+			f.buf.WriteString(f.one)
+			f.one = ""
+		}
+		f.buf.WriteString(s)
+	}
+}
+
+// mem is the text held in memory, the field's first bytes.
+func (f *textField) mem() string {
+	if f.one != "" {
+		return f.one
+	}
+	return f.buf.String()
+}
+
+func (f *textField) memLen() int { return len(f.one) + f.buf.Len() }
+
+// keep returns the first k bytes of the text held, as the message's value:
+// the text itself, unless it is less than half of what holds it (a field
+// cut short, or a string cut from a longer one), which a copy lets go.
+func (f *textField) keep(k int) string {
+	n := k
+	if f.endsLine {
+		n++
+	}
+	s := f.mem()[:n]
+	if f.size > int64(2*k) || f.buf.Cap() > 2*n {
+		s = strings.Clone(s)
+	}
+	if f.endsLine {
+		f.line = s
+	}
+	f.one, f.buf = "", strings.Builder{}
+	return s[:k]
+}
+
+// endLine prepares the body made of the field kept whole, k bytes: when
+// they do not end a line and were written in pieces, a line end is held
+// after them, so that keep returns the body (line) and the value as one
+// string, not a second copy of the text with "\n" added. The field's
+// size and value are unchanged.
+func (f *textField) endLine(k int) {
+	if f.length() == 0 || f.one != "" || k == 0 || k != f.buf.Len() || int64(k) != f.size || f.buf.String()[k-1] == '\n' {
+		return
+	}
+	f.buf.WriteByte('\n')
+	f.endsLine = true
+}
+
 // done notes the NUL bytes removed, as CleanText does for a whole value.
 func (f *textField) done(n *mime.Notes) {
 	if f.nuls > 0 {
@@ -148,9 +214,10 @@ func (f *textField) length() int64 {
 
 // rest returns a reader of the field's text from byte k on.
 func (f *textField) rest(k int) io.Reader {
-	r := io.Reader(bytes.NewReader(f.mem[k:]))
+	mem := f.mem()
+	r := io.Reader(strings.NewReader(mem[k:]))
 	if f.f != nil {
-		r = io.MultiReader(r, io.NewSectionReader(f.f, 0, f.size-int64(len(f.mem))))
+		r = io.MultiReader(r, io.NewSectionReader(f.f, 0, f.size-int64(len(mem))))
 	}
 	return r
 }
@@ -199,11 +266,17 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 		return err
 	}
 	defer md.close()
-	src := text
+	src, ks := text, kt
 	km := 0
 	if md.length() > 0 {
-		src = md
 		km = cutAt(md, max(0, limit-int64(kt)-int64(kh))/2)
+		src, ks = md, km
+	}
+	// The body is the text or the Markdown as kept; cut, it says where it
+	// goes on.
+	cut := int64(ks) < src.length() || (src == md && int64(kh) < html.length())
+	if !cut {
+		src.endLine(ks)
 	}
 	values, rests, notes, err := b.keepFields([3]*textField{text, html, md}, [3]int{kt, kh, km}, batch, maxArtifact)
 	if err != nil {
@@ -224,9 +297,12 @@ func (b *builder) content(body *mime.Body, paths map[string]string, batch *dropz
 	}
 	// The body says where it goes on when it is cut: the body is the
 	// text cut, or the Markdown cut or made from a cut HTML.
-	if (src == text && int64(kt) < text.length()) || (src == md && (int64(km) < md.size || int64(kh) < html.length())) {
+	switch {
+	case cut:
 		m.Body = strings.TrimRight(m.Body, "\n") + restLine(rests)
-	} else if m.Body != "" && !strings.HasSuffix(m.Body, "\n") {
+	case src.line != "":
+		m.Body = src.line
+	case m.Body != "" && !strings.HasSuffix(m.Body, "\n"):
 		m.Body += "\n"
 	}
 	return nil
@@ -271,7 +347,6 @@ func (b *builder) keepFields(fields [3]*textField, k [3]int, batch *dropzone.Bat
 		if f.length() == 0 {
 			continue
 		}
-		values[i] = string(f.mem[:k[i]])
 		if int64(k[i]) < f.size {
 			arts, err := b.overflow(f, k[i], batch, maxArtifact)
 			if err != nil {
@@ -280,7 +355,7 @@ func (b *builder) keepFields(fields [3]*textField, k [3]int, batch *dropzone.Bat
 			rests = append(rests, arts...)
 			notes = append(notes, fmt.Sprintf("%s keeps its first %d of %d bytes, the rest is in %s", f.name, k[i], f.size, names(arts)))
 		}
-		f.mem = nil // the value holds what is kept
+		values[i] = f.keep(k[i]) // the value holds what is kept
 	}
 	return values, rests, notes, nil
 }
@@ -416,11 +491,11 @@ func cutAt(f *textField, k int64) int {
 	if k >= f.size {
 		return int(f.size)
 	}
-	text, n := f.mem, int(k)
+	text, n := f.mem(), int(k)
 	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
 		n--
 	}
-	if i := bytes.LastIndexByte(text[max(0, n-4096):n], '\n'); i >= 0 {
+	if i := strings.LastIndexByte(text[max(0, n-4096):n], '\n'); i >= 0 {
 		return max(0, n-4096) + i + 1
 	}
 	return n

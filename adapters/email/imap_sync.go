@@ -399,7 +399,7 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 				continue
 			}
 			if it.Literal.Size() <= inMemory {
-				b, err := io.ReadAll(it.Literal)
+				b, err := readLiteral(it.Literal, it.Literal.Size())
 				if err != nil {
 					return nil, fmt.Errorf("read message: %w", err)
 				}
@@ -420,6 +420,26 @@ func (s *IMAPSource) readMessage(msg *imapclient.FetchMessageData, batch *dropzo
 		fm.internal = time.Now()
 	}
 	return fm, nil
+}
+
+// readLiteral is io.ReadAll of a literal that says its size: read into a
+// slice of that size (and one byte more, for the read that finds the end),
+// where io.ReadAll grew one from 512 bytes, copying as it went.
+func readLiteral(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than it said: grow, as io.ReadAll does
+		}
+	}
 }
 
 // normalise stores a fetched message's raw form (if not yet stored) and

@@ -46,7 +46,7 @@ func (d *Decoder) AddressList(raw []byte, what string) []Address {
 func splitAddressList(s string) []string {
 	var (
 		items []string
-		cur   strings.Builder
+		start int // where the item being read starts: it is s[start:i], never copied
 		depth int // comment nesting
 		quote bool
 		angle bool
@@ -55,20 +55,16 @@ func splitAddressList(s string) []string {
 		c := s[i]
 		switch {
 		case quote:
-			cur.WriteByte(c)
 			if c == '\\' && i+1 < len(s) {
 				i++
-				cur.WriteByte(s[i])
 			} else if c == '"' {
 				quote = false
 			}
 		case depth > 0:
-			cur.WriteByte(c)
 			switch c {
 			case '\\':
 				if i+1 < len(s) {
 					i++
-					cur.WriteByte(s[i])
 				}
 			case '(':
 				depth++
@@ -76,7 +72,6 @@ func splitAddressList(s string) []string {
 				depth--
 			}
 		case angle:
-			cur.WriteByte(c)
 			if c == '>' {
 				angle = false
 			}
@@ -84,30 +79,23 @@ func splitAddressList(s string) []string {
 			switch c {
 			case '"':
 				quote = true
-				cur.WriteByte(c)
 			case '(':
 				depth = 1
-				cur.WriteByte(c)
 			case '<':
 				angle = true
-				cur.WriteByte(c)
 			case ',', ';':
-				items = append(items, cur.String())
-				cur.Reset()
+				items = append(items, s[start:i])
+				start = i + 1
 			case ':':
 				// A group name ends here, unless this is not the first
 				// thing in the item (a stray colon in an address).
-				if !strings.ContainsAny(cur.String(), "@<") {
-					cur.Reset()
-				} else {
-					cur.WriteByte(c)
+				if !strings.ContainsAny(s[start:i], "@<") {
+					start = i + 1
 				}
-			default:
-				cur.WriteByte(c)
 			}
 		}
 	}
-	items = append(items, cur.String())
+	items = append(items, s[start:])
 	return items
 }
 
@@ -115,9 +103,18 @@ func splitAddressList(s string) []string {
 // without angle brackets: "odd local"@example.com.
 var quotedLocal = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"@[^\s(<>,;]+)\s*(?:\((.*)\))?\s*$`)
 
+// quotedLocalOf is quotedLocal.FindStringSubmatch(item), run only on an
+// item that holds `"@`, which every match does.
+func quotedLocalOf(item string) []string {
+	if !strings.Contains(item, `"@`) {
+		return nil
+	}
+	return quotedLocal.FindStringSubmatch(item)
+}
+
 // parseAddress parses one mailbox; ok is false for an empty item.
 func (d *Decoder) parseAddress(item, what string) (Address, bool) {
-	if m := quotedLocal.FindStringSubmatch(item); m != nil {
+	if m := quotedLocalOf(item); m != nil {
 		addr := d.Raw([]byte(m[1]), what)
 		name := d.Text([]byte(m[2]), what)
 		return Address{Name: name, Addr: OneLine(addr)}, true

@@ -175,6 +175,28 @@ func decodeWith(enc encoding.Encoding, b []byte) (string, bool) {
 	return s, ok
 }
 
+// decodeText is normalizeNewlines(decodeCharset(b, ...)) for a text part:
+// when b is the text as it stands (UTF-8, or ASCII under any label that
+// decodeCharset lets it through with), its line ends are turned to LF in b
+// itself and the text copied out once, rather than three times. b is
+// changed.
+func decodeText(b []byte, label, hint, what string, n *Notes) string {
+	if asIs(b, charsetLabel(label)) {
+		return string(normalizeNewlinesBytes(b))
+	}
+	return normalizeNewlines(decodeCharset(b, label, hint, what, n))
+}
+
+// asIs reports whether decodeCharset returns b as it is, noting nothing:
+// UTF-8 under a UTF-8 label or none, and ASCII under any other label but
+// ISO-2022-JP's (an unknown one included).
+func asIs(b []byte, label string) bool {
+	if label == "" || isUTF8Label(label) {
+		return (isASCII(b) && !hasEscape(b)) || (utf8.Valid(b) && !hasJISEscape(b))
+	}
+	return isASCII(b) && lookupCharset(label) != japanese.ISO2022JP
+}
+
 // decodeCharset turns b, labelled with charset label, into UTF-8, noting in
 // n what it had to repair or guess. hint is the charset to try for unlabelled
 // 8-bit bytes.

@@ -63,6 +63,51 @@ var dateLayouts = []string{
 // past 9999).
 func ParseDate(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
+	if t, ok := parseDateFast(s); ok {
+		return plausible(t)
+	}
+	return parseDate(s)
+}
+
+// Layouts of the usual RFC 5322 date, without and with a weekday: the first
+// layouts net/mail tries for a date that starts with a digit and for one
+// that does not (its layouts without a weekday all start with the day).
+const (
+	layoutNoWeekday = "2 Jan 2006 15:04:05 -0700"
+	layoutWeekday   = "Mon, " + layoutNoWeekday
+)
+
+// parseDateFast parses the usual date, "Fri, 6 Feb 2026 19:30:00 +0100"
+// with or without the weekday, perhaps followed by a comment of letters
+// ("(CET)"), with the one layout net/mail would find first, and so to the
+// same time: ParseDate tried net/mail's layouts in turn, and each that
+// failed built an error. ok is false for anything else, which the full
+// parser reads as before.
+func parseDateFast(s string) (t time.Time, ok bool) {
+	if end := strings.IndexByte(s, '('); end >= 0 {
+		c := s[end+1:]
+		if !strings.HasSuffix(c, ")") || strings.TrimLeft(c[:len(c)-1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ") != "" {
+			return time.Time{}, false
+		}
+		s = strings.TrimRight(s[:end], " ")
+	}
+	z := len(s) - 5
+	if z < 1 || s[z-1] != ' ' || strings.IndexAny(s, "+-\r\n\t") != z {
+		return time.Time{}, false
+	}
+	layout := layoutWeekday
+	if c := s[0]; c >= '0' && c <= '9' {
+		layout = layoutNoWeekday
+	}
+	if len(s) < len(layout)-2 || len(s) > len(layout)+16 {
+		return time.Time{}, false // too short or too long: no need to build the error
+	}
+	t, err := time.Parse(layout, s)
+	return t, err == nil
+}
+
+// parseDate is ParseDate for the dates parseDateFast does not read.
+func parseDate(s string) (time.Time, bool) {
 	if s == "" {
 		return time.Time{}, false
 	}

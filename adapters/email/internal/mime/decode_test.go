@@ -207,7 +207,8 @@ func TestParseMediaType(t *testing.T) {
 		if m.value != tc.value {
 			t.Errorf("%q: value %q, want %q", tc.in, m.value, tc.value)
 		}
-		if got := d.param(m.params[tc.param], "p"); got != tc.want {
+		p, _ := m.lookup(tc.param)
+		if got := d.param(p, "p"); got != tc.want {
 			t.Errorf("%q: %s = %q, want %q", tc.in, tc.param, got, tc.want)
 		}
 	}

@@ -12,7 +12,13 @@ import (
 // charset, to be decoded with the rest of the header text.
 type mediaType struct {
 	value  string
-	params map[string]param
+	params []namedParam // in the order their names first appear
+}
+
+// namedParam is a parameter and its name.
+type namedParam struct {
+	name string
+	param
 }
 
 // param is one parameter value. Extended (RFC 2231) values carry their
@@ -24,7 +30,20 @@ type param struct {
 	extended bool
 }
 
-func (m mediaType) get(name string) string { return string(m.params[name].raw) }
+// lookup returns the parameter name, and whether there is one.
+func (m mediaType) lookup(name string) (param, bool) {
+	for _, p := range m.params {
+		if p.name == name {
+			return p.param, true
+		}
+	}
+	return param{}, false
+}
+
+func (m mediaType) get(name string) string {
+	p, _ := m.lookup(name)
+	return string(p.raw)
+}
 
 // parseMediaType parses a header value of the form
 // "type/subtype; name=value; name*=charset'lang'%XX; name*0=...; ..."
@@ -43,36 +62,57 @@ func parseMediaType(v []byte) mediaType {
 	if i := strings.IndexAny(m.value, " \t("); i >= 0 {
 		m.value = m.value[:i]
 	}
-	pieces, order := scanParams(s[semi:])
-	if len(order) == 0 {
+	pieces := scanParams(s[semi:])
+	if len(pieces) == 0 {
 		return m
 	}
-	m.params = make(map[string]param, len(order))
-	for _, name := range order {
-		m.params[name] = joinParam(pieces[name])
+	m.params = make([]namedParam, 0, len(pieces))
+	for i, p := range pieces {
+		if seen(pieces[:i], p.name) {
+			continue
+		}
+		// The pieces of this name, in order: most names have one.
+		same := pieces[i : i+1]
+		for _, q := range pieces[i+1:] {
+			if q.name == p.name {
+				if len(same) == 1 {
+					same = append([]paramPiece{p}, q)
+				} else {
+					same = append(same, q)
+				}
+			}
+		}
+		m.params = append(m.params, namedParam{name: p.name, param: joinParam(same)})
 	}
 	return m
+}
+
+// seen reports whether one of pieces is named name.
+func seen(pieces []paramPiece, name string) bool {
+	for _, p := range pieces {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // paramPiece is one "name=value" of a parameter, which RFC 2231 may
 // continue over several (name*0, name*1, ...) and extend with a charset
 // and percent escapes (name*, name*0*).
 type paramPiece struct {
-	index    int // the continuation number; -1 for none
+	name     string // lowercased, without the RFC 2231 suffix
+	index    int    // the continuation number; -1 for none
 	value    []byte
 	extended bool
 }
 
 // scanParams splits the parameters that follow a media type's value
-// ("; name=value; ...") into pieces by name (lowercased), in the order the
-// names first appear. A parameter that does not parse is skipped;
-// unquoted values may hold anything but ';', quoted values may miss their
-// closing quote.
-func scanParams(rest string) (map[string][]paramPiece, []string) {
-	var (
-		pieces = map[string][]paramPiece{}
-		order  []string
-	)
+// ("; name=value; ...") into pieces, in order, each named (lowercased). A
+// parameter that does not parse is skipped; unquoted values may hold
+// anything but ';', quoted values may miss their closing quote.
+func scanParams(rest string) []paramPiece {
+	var pieces []paramPiece
 	for len(rest) > 0 {
 		rest = strings.TrimLeft(rest, "; \t")
 		if rest == "" {
@@ -105,13 +145,13 @@ func scanParams(rest string) (map[string][]paramPiece, []string) {
 		if !ok {
 			continue
 		}
-		p.value = []byte(value)
-		if _, ok := pieces[name]; !ok {
-			order = append(order, name)
+		p.name, p.value = name, []byte(value)
+		if pieces == nil {
+			pieces = make([]paramPiece, 0, 4)
 		}
-		pieces[name] = append(pieces[name], p)
+		pieces = append(pieces, p)
 	}
-	return pieces, order
+	return pieces
 }
 
 // paramName splits an RFC 2231 parameter name: "name", "name*" (extended),
@@ -202,6 +242,9 @@ func joinContinuations(parts []paramPiece) param {
 // (backslash escapes resolved) and what follows. A missing closing quote
 // ends the value at the next ';' (or the end).
 func unquote(s string) (string, string) {
+	if end := strings.IndexAny(s[1:], `"\\`); end >= 0 && s[1+end] == '"' {
+		return s[1 : 1+end], s[1+end+1:] // no escape: the text as it stands
+	}
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
 		switch c := s[i]; c {

@@ -23,14 +23,20 @@ func transferDecoder(cte string, r io.Reader, what string, n *Notes) io.Reader {
 	return r
 }
 
-// decoder is transferDecoder with the quoted-printable reader's buffer
-// taken from the walker's pool.
+// decoder is transferDecoder with the decoders taken from the pools,
+// released with the part (see releaseFrom).
 func (w *mimeWalker) decoder(cte string, r io.Reader, what string) io.Reader {
-	if cte == "quoted-printable" {
-		if w.qpBuf == nil {
-			w.qpBuf = make([]byte, 0, 16<<10)
-		}
-		return &qpReader{br: w.reader(r), out: w.qpBuf[:0]}
+	switch cte {
+	case "quoted-printable":
+		d := qpPool.Get().(*qpReader)
+		d.reset(w.reader(r))
+		w.pooled = append(w.pooled, pooled{qp: d})
+		return d
+	case "base64":
+		d := b64Pool.Get().(*base64Reader)
+		d.reset(r)
+		w.pooled = append(w.pooled, pooled{b64: d})
+		return d
 	}
 	return transferDecoder(cte, r, what, w.notes)
 }
@@ -59,6 +65,11 @@ type base64Reader struct {
 	nq   int
 	bad  int
 	err  error
+}
+
+// reset makes d a decoder of r, as new; its buffers are kept.
+func (d *base64Reader) reset(r io.Reader) {
+	d.r, d.o, d.e, d.nq, d.bad, d.err = r, 0, 0, 0, 0, nil
 }
 
 var b64 = func() (t [256]byte) {
@@ -161,6 +172,11 @@ type qpReader struct {
 
 func newQPReader(r io.Reader) *qpReader {
 	return &qpReader{br: bufio.NewReaderSize(r, 16<<10), out: make([]byte, 0, 16<<10)}
+}
+
+// reset makes d a decoder of br, as new; its output buffer is kept.
+func (d *qpReader) reset(br *bufio.Reader) {
+	d.br, d.out, d.o, d.carry, d.err = br, d.out[:0], 0, nil, nil
 }
 
 func (d *qpReader) Read(p []byte) (int, error) {

@@ -38,28 +38,64 @@ const (
 // mediaTypeRE matches a usable type/subtype (RFC 2045 tokens).
 var mediaTypeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9!#$&^_.+*-]+$`)
 
-// readers recycles the buffered readers of entities: a message has a few,
-// each 32 KB, and most of the time spent allocating went to them.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+// The pools of what a message's walk takes a piece at a time: the
+// buffered readers of entities (32 KB each: most of the time spent
+// allocating went to them), the decoders of base64 and quoted-printable
+// bodies (14 KB and 16 KB of buffers each) and the buffer text is decoded
+// in. Each is reset before it goes back, and nothing the walk returns
+// points into one: the text kept is copied out of the buffer into strings.
+var (
+	readers   = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	b64Pool   = sync.Pool{New: func() any { return new(base64Reader) }}
+	qpPool    = sync.Pool{New: func() any { return &qpReader{out: make([]byte, 0, 16<<10)} }}
+	textBufs  = sync.Pool{New: func() any { return new([]byte) }}
+	maxPooled = 256 << 10 // a larger buffer (a long line, a long part) is left to the collector
+)
+
+// pooled is one thing the walk took from a pool: exactly one field is set.
+type pooled struct {
+	br  *bufio.Reader
+	b64 *base64Reader
+	qp  *qpReader
+}
 
 // reader returns a pooled buffered reader of r, released when the message
-// is done.
+// (or the part that took it) is done.
 func (w *mimeWalker) reader(r io.Reader) *bufio.Reader {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
-	w.pooled = append(w.pooled, br)
+	w.pooled = append(w.pooled, pooled{br: br})
 	return br
 }
 
-// release returns the pooled readers; nothing may read them after.
-func (w *mimeWalker) release() { w.releaseFrom(0) }
+// release returns what the walk took from the pools; nothing may read it
+// after.
+func (w *mimeWalker) release() {
+	w.releaseFrom(0)
+	if w.scratch != nil {
+		if cap(*w.scratch) <= maxPooled {
+			*w.scratch = (*w.scratch)[:0]
+			textBufs.Put(w.scratch)
+		}
+		w.scratch = nil
+	}
+}
 
-// releaseFrom returns the readers taken since mark (a length of pooled), so
+// releaseFrom returns what was taken since mark (a length of pooled), so
 // that a message of many parts holds the buffers of one branch at a time.
 func (w *mimeWalker) releaseFrom(mark int) {
-	for _, br := range w.pooled[mark:] {
-		br.Reset(nil)
-		readers.Put(br)
+	for _, p := range w.pooled[mark:] {
+		switch {
+		case p.br != nil:
+			p.br.Reset(nil)
+			readers.Put(p.br)
+		case p.b64 != nil:
+			p.b64.reset(nil)
+			b64Pool.Put(p.b64)
+		case p.qp != nil && cap(p.qp.out) <= maxPooled:
+			p.qp.reset(nil)
+			qpPool.Put(p.qp)
+		}
 	}
 	clear(w.pooled[mark:])
 	w.pooled = w.pooled[:mark]
@@ -79,10 +115,9 @@ type mimeWalker struct {
 	parts    int
 	hint     string // the charset of the first labelled text part
 	tooMany  bool
-	forwards int // attached messages being shown, one inside the other
-	scratch  []byte
-	pooled   []*bufio.Reader
-	qpBuf    []byte // the output buffer of quoted-printable parts, one at a time
+	forwards int     // attached messages being shown, one inside the other
+	scratch  *[]byte // the buffer text parts are decoded in, one at a time
+	pooled   []pooled
 	texts    *textStore
 }
 
@@ -115,7 +150,7 @@ func (w *mimeWalker) walk(h Header, body *bufio.Reader, c entityPos, col *Body, 
 		// "text", "application-x-gzip", bytes that are no token: no
 		// usable type.
 		n := "application/octet-stream"
-		if strings.HasPrefix(media, "text") && ct.params["name"].raw == nil {
+		if p, _ := ct.lookup("name"); strings.HasPrefix(media, "text") && p.raw == nil {
 			n = "text/plain"
 		}
 		w.notes.Addf("%s: Content-Type %s not understood: read as %s", what, QuoteShort(media), n)
@@ -134,9 +169,9 @@ func (w *mimeWalker) walk(h Header, body *bufio.Reader, c entityPos, col *Body, 
 		}
 		w.notes.Addf("%s: multipart nested deeper than %d: stored whole", what, MaxDepth)
 	}
-	name, hasName := disp.params["filename"]
+	name, hasName := disp.lookup("filename")
 	if !hasName || len(name.raw) == 0 {
-		name, hasName = ct.params["name"]
+		name, hasName = ct.lookup("name")
 		hasName = hasName && len(name.raw) > 0
 	}
 	if (media == "text/plain" || media == "text/html") && disp.value != "attachment" && !hasName && !(c.related && !c.root) {
@@ -421,17 +456,20 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 	if w.hint == "" && label != "" && !isUTF8Label(label) && lookupCharset(label) != nil {
 		w.hint = label
 	}
+	if w.scratch == nil {
+		w.scratch = textBufs.Get().(*[]byte)
+	}
 	var (
 		pieces   []piece
 		nonSpace bool
-		buf      = w.scratch[:0]
+		buf      = (*w.scratch)[:0]
 	)
+	defer func() { *w.scratch = buf[:0] }()
 	for {
 		var err error
 		start := len(buf)
 		buf, err = readUpTo(buf, r, MaxText)
 		if err != nil {
-			w.scratch = buf[:0]
 			return w.ioError(err)
 		}
 		last := len(buf) < MaxText || len(buf) == start
@@ -444,12 +482,11 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 			w.notes.Addf("%s: %d characters that are not base64 skipped", what, bad)
 		}
 		if cut > 0 {
-			s := normalizeNewlines(decodeCharset(buf[:cut], label, w.hint, what, w.notes))
+			s := decodeText(buf[:cut], label, w.hint, what, w.notes)
 			if s != "" {
 				nonSpace = nonSpace || strings.TrimSpace(s) != ""
 				p, err := w.texts.keep(s)
 				if err != nil {
-					w.scratch = buf[:0]
 					return err
 				}
 				pieces = append(pieces, p)
@@ -460,7 +497,6 @@ func (w *mimeWalker) text(media, charset, cte string, body io.Reader, c entityPo
 			break
 		}
 	}
-	w.scratch = buf[:0]
 	if !nonSpace {
 		return nil
 	}

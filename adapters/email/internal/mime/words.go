@@ -250,6 +250,28 @@ func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(s, "\r", "\n")
 }
 
+// normalizeNewlinesBytes is normalizeNewlines in place: it returns b, its
+// CRLF and lone CR line ends turned into LF, shortened to fit.
+func normalizeNewlinesBytes(b []byte) []byte {
+	i := bytes.IndexByte(b, '\r')
+	if i < 0 {
+		return b
+	}
+	k := i
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c == '\r' {
+			c = '\n'
+			if i+1 < len(b) && b[i+1] == '\n' {
+				i++
+			}
+		}
+		b[k] = c
+		k++
+	}
+	return b[:k]
+}
+
 // stripNUL drops NUL bytes from b, counting them.
 func stripNUL(b []byte) ([]byte, int) {
 	k := bytes.Count(b, []byte{0})
