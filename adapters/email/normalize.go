@@ -522,29 +522,37 @@ func newBodyHash(from, date, subject string) *bodyHash {
 }
 
 func (b *bodyHash) Write(p []byte) (int, error) {
-	start := 0
-	for i, c := range p {
-		switch {
-		case b.cr && c == '\n':
-			b.cr = false
-		case b.cr:
-			b.h.Write([]byte{'\r'})
-			b.cr = false
-		}
-		if c == '\r' {
-			b.h.Write(p[start:i])
-			start = i + 1
-			b.cr = true
+	n := len(p)
+	if b.cr && len(p) > 0 {
+		b.cr = false
+		if p[0] != '\n' {
+			b.h.Write(crByte)
 		}
 	}
-	b.h.Write(p[start:])
-	return len(p), nil
+	for {
+		i := bytes.IndexByte(p, '\r')
+		if i < 0 {
+			b.h.Write(p)
+			return n, nil
+		}
+		b.h.Write(p[:i])
+		p = p[i+1:]
+		if len(p) == 0 {
+			b.cr = true // a '\n' may come with the next write
+			return n, nil
+		}
+		if p[0] != '\n' {
+			b.h.Write(crByte)
+		}
+	}
 }
+
+var crByte = []byte{'\r'}
 
 // flush hashes a '\r' held back at the end: no '\n' came after it.
 func (b *bodyHash) flush() {
 	if b.cr {
-		b.h.Write([]byte{'\r'})
+		b.h.Write(crByte)
 		b.cr = false
 	}
 }

@@ -58,6 +58,26 @@ func TestBodyHash(t *testing.T) {
 	}
 }
 
+// FuzzBodyHash holds the hash, written in pieces of any size, to its
+// definition: the body with each CRLF as LF (a lone CR kept).
+func FuzzBodyHash(f *testing.F) {
+	for _, s := range []string{"a\r\nb", "\r\r\n\r", "x\ry\r\n\n\r"} {
+		f.Add([]byte(s), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, chunk uint8) {
+		want := threading.SyntheticUID("f", "d", "s", []byte(strings.ReplaceAll(string(body), "\r\n", "\n")))
+		h := newBodyHash("f", "d", "s")
+		for b := body; len(b) > 0; {
+			k := min(int(chunk)+1, len(b))
+			h.Write(b[:k])
+			b = b[k:]
+		}
+		if got := h.uid(); got != want {
+			t.Errorf("body %q in chunks of %d: %s, want %s", body, int(chunk)+1, got, want)
+		}
+	})
+}
+
 func TestThreadIDs(t *testing.T) {
 	m := normalizeBytes(t, []byte("Message-ID: <C@x>\nIn-Reply-To: <B@x>\nReferences: <A@x> <B@x>\nFrom: a@x\n\nhi\n"))
 	if m.ID != threading.EmailID("<c@x>") {
