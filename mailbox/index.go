@@ -564,33 +564,46 @@ func (mb *Mailbox) Known(ctx context.Context, keys []string) (map[string]bool, e
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), knownChunk)]
 		keys = keys[len(chunk):]
-		arg, err := json.Marshal(chunk)
-		if err != nil {
-			return nil, err
-		}
-		st, err := mb.stmt(ctx, knownSQL)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := st.QueryContext(ctx, string(arg))
-		if err != nil {
-			return nil, dbError(err)
-		}
-		for rows.Next() {
+		err := mb.eachJSON(ctx, knownSQL, chunk, func(rows *sql.Rows) error {
 			var k string
 			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return nil, dbError(err)
+				return err
 			}
 			known[k] = true
-		}
-		err = rows.Err()
-		rows.Close()
+			return nil
+		})
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	return known, nil
+}
+
+// eachJSON runs the prepared query, its one argument arg as JSON, and
+// calls fn for each row.
+func (mb *Mailbox) eachJSON(ctx context.Context, query string, arg any, fn func(*sql.Rows) error) error {
+	b, err := json.Marshal(arg)
+	if err != nil {
+		return err
+	}
+	st, err := mb.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, string(b))
+	if err != nil {
+		return dbError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return dbError(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return dbError(err)
+	}
+	return nil
 }
 
 // stmt returns the statement of query, prepared on first use: the
@@ -647,34 +660,19 @@ func (mb *Mailbox) KnownDigests(ctx context.Context, spans []DigestSpan) ([]bool
 		for i, sp := range chunk {
 			pairs[i] = [2]string{DigestKey(sp.Digest, sp.From), DigestKey(sp.Digest, sp.To)}
 		}
-		arg, err := json.Marshal(pairs)
-		if err != nil {
-			return nil, err
-		}
-		st, err := mb.stmt(ctx, knownDigestsSQL)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := st.QueryContext(ctx, string(arg))
-		if err != nil {
-			return nil, dbError(err)
-		}
-		for rows.Next() {
+		err := mb.eachJSON(ctx, knownDigestsSQL, pairs, func(rows *sql.Rows) error {
 			var i int
 			if err := rows.Scan(&i); err != nil {
-				rows.Close()
-				return nil, dbError(err)
+				return err
 			}
 			if i < 0 || i >= len(chunk) {
-				rows.Close()
-				return nil, fmt.Errorf("mailbox: known digests: index %d out of range", i)
+				return fmt.Errorf("mailbox: known digests: index %d out of range", i)
 			}
 			found[base+i] = true
-		}
-		err = rows.Err()
-		rows.Close()
+			return nil
+		})
 		if err != nil {
-			return nil, dbError(err)
+			return nil, err
 		}
 	}
 	return found, nil
