@@ -329,13 +329,17 @@ func TestReplayAfterRestart(t *testing.T) {
 	gap := []json.RawMessage{w.post(ch, late, parent, "answered while Courier was down"), w.post(ch, top, "", "top-level while down")}
 
 	w.restart(clock)
-	repliesBefore := w.fake.Calls("conversations.replies")
+	repliesBefore, historyBefore := w.fake.Calls("conversations.replies"), w.fake.Calls("conversations.history")
 	rs = startSocket(t, w, w.pipe)
 	want := []string{msgID(ch, parent), msgID(ch, reply), msgID(ch, late), msgID(ch, top)}
 	testutil.WaitFor(t, 10*time.Second, "the gap's messages", func() bool { return len(w.ids(t)) >= len(want) })
 	testutil.WaitFor(t, 10*time.Second, "the checkpoint after the catch-up", func() bool { return w.checkpoint(t, ch) == top })
-	if n := w.fake.Calls("conversations.replies") - repliesBefore; n != 1 {
-		t.Errorf("%d conversations.replies calls, want 1 (the one thread saved as active)", n)
+	// One pass reads the channel's history once and the thread saved as
+	// active once. A second pass (a reconnect on a loaded machine, which
+	// asks for one) reads both again: the replies are counted a pass.
+	passes := w.fake.Calls("conversations.history") - historyBefore
+	if n := w.fake.Calls("conversations.replies") - repliesBefore; passes < 1 || n != passes {
+		t.Errorf("%d conversations.replies calls in %d passes, want one a pass (the one thread saved as active)", n, passes)
 	}
 	// Slack's events for all of them, late: acked, nothing written.
 	for i, ev := range append(live, gap...) {
