@@ -622,14 +622,30 @@ func TestWSExceedConnLimit(t *testing.T) {
 	w := wsNew(t, larkfake.Options{MaxConnections: 1}, "")
 	wsStart(t, w, w.ws.Pipe)
 	wsWaitPass(t, w.passes, "of the first Source")
+	// The first pass runs as Run starts, before the handshake: wait for
+	// the first Source's connection, or the two race for the one place.
+	ctx, cancel := context.WithTimeout(context.Background(), wsGuard)
+	defer cancel()
+	if err := w.fake.WaitConnections(ctx, 1); err != nil {
+		t.Fatalf("the first Source did not connect: %v", err)
+	}
 	r2 := newReceiver(w.a)
 	s2 := newWS(r2)
 	s2.pass = func(context.Context, adapters.Sink) error { return nil }
 	if err := s2.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v (the credentials are fine)", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s2.Run(context.Background(), w.ws.Pipe) }()
+	done := make(chan error, 2) // one for the check, one for the stop
+	// A Run that went on is stopped, so that it is no leak in the tests after.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer func() {
+		cancel2()
+		select {
+		case <-done:
+		case <-time.After(wsGuard):
+		}
+	}()
+	go func() { err := s2.Run(ctx2, w.ws.Pipe); done <- err; done <- err }()
 	select {
 	case err := <-done:
 		if !adapters.IsRefused(err) || !strings.Contains(err.Error(), "too many connections") {

@@ -810,6 +810,51 @@ func TestWSConnectionLimit(t *testing.T) {
 	}
 }
 
+// Clients that connect at once cannot all pass a limit with room for
+// one: the limit holds a place for a handshake under way.
+func TestWSConnectionLimitAtOnce(t *testing.T) {
+	const n = 8
+	f := larkfake.New(t, larkfake.Options{MaxConnections: 1})
+	o := f.Options()
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			d := dispatcher.NewEventDispatcher("", "")
+			cli := larkws.NewClient(o.AppID, o.AppSecret, larkws.WithEventHandler(d), larkws.WithDomain(f.URL()), larkws.WithLogger(quiet{}))
+			<-start
+			errs <- cli.Start(c)
+		})
+	}
+	close(start)
+	for range n - 1 {
+		select {
+		case err := <-errs:
+			var ce *larkws.ClientError
+			if !errors.As(err, &ce) || ce.Code != 514 {
+				t.Fatalf("a connection over the limit: Start = %v, want the SDK's final ClientError", err)
+			}
+		case <-c.Done():
+			t.Fatalf("fewer than %d clients refused (%d connections accepted)", n-1, f.Connections())
+		}
+	}
+	// The one let through may still be in its handshake.
+	if err := f.WaitConnections(c, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Connections(); got != 1 {
+		t.Errorf("%d connections accepted, want 1", got)
+	}
+	if got := f.OpenConnections(); got != 1 {
+		t.Errorf("%d connections open, want 1", got)
+	}
+}
+
 func TestWSClientConfigReachesTheSDK(t *testing.T) {
 	// The SDK's own ping interval is 2 min; three pings within the test
 	// mean it took the fake's 1 s.

@@ -25,6 +25,10 @@ const serviceID = 33554678
 type socketState struct {
 	conns    []*wsConn // open, oldest first
 	accepted int
+	// opening counts the handshakes past the limit check and not yet in
+	// conns: they hold their place, so two at once cannot both pass a
+	// limit that has room for one.
+	opening int
 	tickets  map[string]bool
 	// changed is closed, and replaced, whenever a connection opens or
 	// closes: what SendEvent and WaitConnections wait on.
@@ -143,7 +147,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.calls[RouteWSConnection]++
 	valid := ticket != "" && s.sock.tickets[ticket] && !s.closed
 	delete(s.sock.tickets, ticket)
-	full := len(s.sock.conns) >= s.opts.MaxConnections
+	full := len(s.sock.conns)+s.sock.opening >= s.opts.MaxConnections
+	if valid && !full {
+		s.sock.opening++
+	}
 	drops := s.sock.drops
 	s.mu.Unlock()
 	switch {
@@ -157,11 +164,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.mu.Lock()
+		s.sock.opening--
+		s.mu.Unlock()
 		return // Upgrade answered the client
 	}
 	ws.SetReadLimit(maxFrame)
 	c := &wsConn{ws: ws, nc: ws.NetConn()}
 	s.mu.Lock()
+	s.sock.opening-- // in conns below, or gone
 	if s.closed {
 		s.mu.Unlock()
 		ws.Close()
