@@ -33,17 +33,35 @@ type ynode struct {
 
 // tree allocates the nodes of one message's tree from slabs, not one by
 // one: a message has some eighty nodes, and their allocation was a third of
-// the emitter's time.
+// the emitter's time. A tree of the encoder pool keeps its slabs for the
+// next message (reset).
 type tree struct {
 	nodes []ynode
 	keys  []string
 	vals  []*ynode
+
+	// The slabs handed out since the last reset (used) and before it.
+	nodeSlabs [][]ynode
+	keySlabs  [][]string
+	valSlabs  [][]*ynode
+	usedNodes int
+	usedKV    int
 }
+
+// Slab sizes: a message's nodes and map fields fit in about one of each.
+const (
+	nodeSlab   = 80
+	fieldsSlab = 112
+)
 
 // node returns a new zero node.
 func (t *tree) node() *ynode {
 	if len(t.nodes) == cap(t.nodes) {
-		t.nodes = make([]ynode, 0, 80)
+		if t.usedNodes == len(t.nodeSlabs) {
+			t.nodeSlabs = append(t.nodeSlabs, make([]ynode, 0, nodeSlab))
+		}
+		t.nodes = t.nodeSlabs[t.usedNodes][:0]
+		t.usedNodes++
 	}
 	t.nodes = t.nodes[:len(t.nodes)+1]
 	return &t.nodes[len(t.nodes)-1]
@@ -53,11 +71,40 @@ func (t *tree) node() *ynode {
 // appending to within n never shares.
 func (t *tree) fields(n int) ([]string, []*ynode) {
 	if cap(t.keys)-len(t.keys) < n {
-		t.keys, t.vals = make([]string, 0, max(n, 112)), make([]*ynode, 0, max(n, 112))
+		if t.usedKV == len(t.keySlabs) {
+			t.keySlabs, t.valSlabs = append(t.keySlabs, nil), append(t.valSlabs, nil)
+		}
+		if cap(t.keySlabs[t.usedKV]) < n {
+			t.keySlabs[t.usedKV], t.valSlabs[t.usedKV] = make([]string, 0, max(n, fieldsSlab)), make([]*ynode, 0, max(n, fieldsSlab))
+		}
+		t.keys, t.vals = t.keySlabs[t.usedKV][:0], t.valSlabs[t.usedKV][:0]
+		t.usedKV++
 	}
 	k, v := len(t.keys), len(t.vals)
 	t.keys, t.vals = t.keys[:k+n], t.vals[:v+n]
 	return t.keys[k : k : k+n], t.vals[v : v : v+n]
+}
+
+// reset makes the tree's slabs free for the next message, zeroed so that
+// they keep no string or node of this one alive. A tree that grew past
+// what a message normally needs lets the extra slabs go.
+func (t *tree) reset() {
+	for _, s := range t.nodeSlabs[:t.usedNodes] {
+		clear(s[:cap(s)])
+	}
+	for i := range t.usedKV {
+		clear(t.keySlabs[i][:cap(t.keySlabs[i])])
+		clear(t.valSlabs[i][:cap(t.valSlabs[i])])
+	}
+	const keep = 8
+	if len(t.nodeSlabs) > keep {
+		t.nodeSlabs = t.nodeSlabs[:keep:keep]
+	}
+	if len(t.keySlabs) > keep {
+		t.keySlabs, t.valSlabs = t.keySlabs[:keep:keep], t.valSlabs[:keep:keep]
+	}
+	t.nodes, t.keys, t.vals = nil, nil, nil
+	t.usedNodes, t.usedKV = 0, 0
 }
 
 // items returns a slice of n nodes to fill.
@@ -115,12 +162,6 @@ var (
 	timeType       = reflect.TypeFor[Time]()
 	isZeroerType   = reflect.TypeFor[interface{ IsZero() bool }]()
 )
-
-// messageNode is the tree of a Message.
-func messageNode(m *Message) (*ynode, error) {
-	var t tree
-	return t.valueNode(reflect.ValueOf(m).Elem(), "")
-}
 
 // valueNode is the tree of v, the value at path.
 func (t *tree) valueNode(v reflect.Value, path string) (*ynode, error) {
@@ -689,17 +730,40 @@ func writeQuotedRune(b *bytes.Buffer, r rune) {
 	}
 }
 
+// encoder is the scratch of one encoding, kept in a pool: the tree's
+// slabs and the output buffer serve message after message, so encoding
+// one costs about one allocation, its file's bytes.
+type encoder struct {
+	t tree
+	b bytes.Buffer
+}
+
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+// maxPooledBuffer bounds the buffer an encoder keeps: a message of
+// megabytes does not pin its buffer for the messages after it.
+const maxPooledBuffer = 1 << 20
+
 // encodeMessage writes m as a front matter file with the emitter.
 func encodeMessage(m *Message) ([]byte, error) {
-	n, err := messageNode(m)
+	e := encoders.Get().(*encoder)
+	defer func() {
+		e.t.reset()
+		e.b.Reset()
+		if e.b.Cap() > maxPooledBuffer {
+			e.b = bytes.Buffer{}
+		}
+		encoders.Put(e)
+	}()
+	n, err := e.t.valueNode(reflect.ValueOf(m).Elem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("schema: encode %s: %w", m.ID, err)
 	}
-	var b bytes.Buffer
+	b := &e.b
 	b.Grow(2048 + len(m.Body) + 3*len(m.Content.Text))
 	b.WriteString(delimiter + "\n")
-	emitMap(&b, n, 0, false)
+	emitMap(b, n, 0, false)
 	b.WriteString(delimiter + "\n")
 	b.WriteString(m.Body)
-	return b.Bytes(), nil
+	return bytes.Clone(b.Bytes()), nil
 }
