@@ -25,6 +25,9 @@ type fileWrite struct {
 	// normalised again on a redelivery differs in received_at, yet it is
 	// the message the file holds (see sameFile).
 	same func(existing []byte) bool
+	// encode, when set, makes data on the goroutine that writes the
+	// file: a batch's encoding spreads over the cores with its writes.
+	encode func() ([]byte, error)
 
 	tmp     string   // name in .tmp/ while staged
 	fd      *os.File // open on tmp until it is fsynced
@@ -140,6 +143,13 @@ func syncFS(fd int) error {
 }
 
 func (f *fileWrite) writeTemp(tmpfd int) error {
+	if f.encode != nil {
+		data, err := f.encode()
+		if err != nil {
+			return err
+		}
+		f.data, f.encode = data, nil
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	name := "w-" + hex.EncodeToString(rnd[:]) + "-" + f.name

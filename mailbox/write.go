@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -32,8 +33,6 @@ type Inbound struct {
 // checkpoint moves: the source delivers it again once the way is clear.
 func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Checkpoint) (written []bool, err error) {
 	written = make([]bool, len(msgs))
-	var files []*fileWrite
-	var rows []row
 	idx := make([]int, 0, len(msgs))
 	var keys []string
 	for _, in := range msgs {
@@ -45,16 +44,19 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	}
 	inBatch := map[string]bool{}
 	for i, in := range msgs {
-		f, r, err := mb.prepareInbound(in, known, inBatch)
-		if err != nil {
+		if err := mb.admitInbound(in, known, inBatch); errors.Is(err, errDuplicate) {
+			continue
+		} else if err != nil {
 			return nil, err
 		}
-		if f == nil {
-			continue // a duplicate
-		}
-		files = append(files, f)
-		rows = append(rows, r)
 		idx = append(idx, i)
+	}
+	// Each file is encoded, and its index row made, by the goroutine that
+	// writes it (writeFiles).
+	rows := make([]row, len(idx))
+	files := make([]*fileWrite, len(idx))
+	for k, i := range idx {
+		files[k] = mb.inboundFile(msgs[i], &rows[k])
 	}
 	if len(files) > 0 {
 		if err := mb.fs.writeFiles(files); err != nil {
@@ -74,31 +76,43 @@ func (mb *Mailbox) WriteInbound(ctx context.Context, msgs []Inbound, cps []Check
 	return written, nil
 }
 
-// prepareInbound validates a message of a batch and, unless the mailbox
+// errDuplicate is admitInbound's answer for a message already held.
+var errDuplicate = errors.New("mailbox: a duplicate")
+
+// admitInbound validates a message of a batch and, unless the mailbox
 // (known: the batch's keys it holds) or the batch (inBatch) already holds
-// it, adds its id and keys to inBatch and returns its file to write,
-// encoded, and its index row. A nil file: a duplicate.
-func (mb *Mailbox) prepareInbound(in Inbound, known, inBatch map[string]bool) (*fileWrite, row, error) {
+// it, adds its id and keys to inBatch; errDuplicate when one of them
+// holds it.
+func (mb *Mailbox) admitInbound(in Inbound, known, inBatch map[string]bool) error {
 	m := in.Message
 	if err := m.Validate(); err != nil {
-		return nil, row{}, fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
+		return fmt.Errorf("mailbox: message %s is not valid: %w", m.ID, err)
 	}
 	if knownInbound(in, known, inBatch) {
-		return nil, row{}, nil
+		return errDuplicate
 	}
 	inBatch[m.ID] = true
 	for _, k := range in.Keys {
 		inBatch[k] = true
 	}
-	data, err := schema.Encode(m)
-	if err != nil {
-		return nil, row{}, err
-	}
+	return nil
+}
+
+// inboundFile is the file of an admitted message: encoded, and its index
+// row set in r, when it is written.
+func (mb *Mailbox) inboundFile(in Inbound, r *row) *fileWrite {
+	m := in.Message
 	dir := mb.Dir(BoxInbound, m.Provider)
 	name := FileName(m.Timestamp.Time, m.ID)
-	r := messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
-	r.keys = append(r.keys, in.Keys...)
-	return &fileWrite{dir: dir, name: name, data: data, same: sameMessage(m.ID)}, r, nil
+	return &fileWrite{dir: dir, name: name, same: sameMessage(m.ID), encode: func() ([]byte, error) {
+		data, err := schema.Encode(m)
+		if err != nil {
+			return nil, err
+		}
+		*r = messageRow(m, BoxInbound, mb.Rel(filepath.Join(dir, name)))
+		r.keys = append(r.keys, in.Keys...)
+		return data, nil
+	}}
 }
 
 // knownInbound reports whether the message's id or one of its keys is in
