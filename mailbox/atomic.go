@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,8 +30,9 @@ type fileWrite struct {
 	// file: a batch's encoding spreads over the cores with its writes.
 	encode func() ([]byte, error)
 
-	tmp     string   // name in .tmp/ while staged
-	fd      *os.File // open on tmp until it is fsynced
+	tmp     string // name in .tmp/ while staged
+	fd      int    // open on tmp (while open) until it is fsynced
+	open    bool
 	existed bool
 }
 
@@ -59,10 +61,7 @@ func (r *fsRoot) writeFiles(files []*fileWrite) (err error) {
 	defer unix.Close(tmpfd)
 	defer func() {
 		for _, f := range files {
-			if f.fd != nil {
-				f.fd.Close()
-				f.fd = nil
-			}
+			f.closeTemp()
 			if f.tmp != "" {
 				unix.Unlinkat(tmpfd, f.tmp, 0)
 				f.tmp = ""
@@ -79,9 +78,7 @@ func (r *fsRoot) writeFiles(files []*fileWrite) (err error) {
 			return err
 		}
 		if bulk {
-			err := f.fd.Close()
-			f.fd = nil
-			return err
+			return f.closeTemp()
 		}
 		return f.syncTemp()
 	}); err != nil {
@@ -158,23 +155,43 @@ func (f *fileWrite) writeTemp(tmpfd int) error {
 		return fmt.Errorf("mailbox: stage %s: %w", f.name, err)
 	}
 	f.tmp = name
-	f.fd = os.NewFile(uintptr(fd), name)
-	if _, err := f.fd.Write(f.data); err != nil {
+	f.fd, f.open = fd, true
+	// On the descriptor, not an os.File: no finalizer, no F_GETFL, for a
+	// file written once.
+	for b := f.data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return fmt.Errorf("mailbox: stage %s: %w", f.name, err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// closeTemp closes the staged file if it is open.
+func (f *fileWrite) closeTemp() error {
+	if !f.open {
+		return nil
+	}
+	f.open = false
+	if err := unix.Close(f.fd); err != nil {
 		return fmt.Errorf("mailbox: stage %s: %w", f.name, err)
 	}
 	return nil
 }
 
 func (f *fileWrite) syncTemp() error {
-	err := f.fd.Sync()
-	if cerr := f.fd.Close(); err == nil {
-		err = cerr
-	}
-	f.fd = nil
-	if err != nil {
+	if err := unix.Fsync(f.fd); err != nil {
+		f.closeTemp()
 		return fmt.Errorf("mailbox: fsync %s: %w", f.name, err)
 	}
-	return nil
+	return f.closeTemp()
 }
 
 // place renames a staged file into its folder. A name already taken is
