@@ -258,6 +258,19 @@ func TestWebApproveInBrowser(t *testing.T) {
 		chromedp.Click(row(ok)+` button.verb-approve`), chromedp.WaitVisible(`#notice`))
 	testutil.WaitFor(t, 20*time.Second, "the approved reply at the peer", func() bool { return len(sink.Messages(t)) > 0 })
 	testutil.WaitFor(t, 20*time.Second, "the approved reply archived", func() bool { return outList(t, ws)[ok].Status == "" })
+	// A live update reloads the page's content: the notice answering the
+	// click stays (an update wiped it, on a loaded machine before the
+	// person, or this test, could see it). The update here: another reply
+	// rejected from the command line once the page's feed is open.
+	read(t, ctx, "the page's live feed", chromedp.Poll[bool](`document.getElementById("live-state").textContent === "live"`))
+	extra := sendAs(t, ws, "bot", "yan@example.com")
+	if _, e, code := cli(t, ws, "", "reject", extra, "--reason", "an update for the page"); code != 0 {
+		t.Fatalf("reject %s: %d %s", extra, code, e)
+	}
+	read(t, ctx, "the live update", chromedp.Poll[bool](`(window.courierUpdates || 0) > 0`))
+	if n := read(t, ctx, "the notice after the update", chromedp.Evaluate[string](`(document.getElementById("notice") || {}).textContent || ""`)); !strings.Contains(n, ok) {
+		t.Errorf("after the live update the notice is %q, want the approval of %s", n, ok)
+	}
 	if a := filedDraft(t, ws, "archive", ok).Delivery.Approval; a == nil || a.Status != schema.ApprovalApproved || a.By != me {
 		t.Errorf("the archived approval: %+v", a)
 	}

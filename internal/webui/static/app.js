@@ -36,7 +36,17 @@
           var doc = new DOMParser().parseFromString(html, "text/html");
           var fresh = doc.getElementById("main"), main = document.getElementById("main");
           if (busy()) { deferred = true; return; }
-          if (fresh && main) main.replaceWith(document.importNode(fresh, true));
+          if (fresh && main) {
+            var next = document.importNode(fresh, true);
+            // The notice or error answering the person's own action (an
+            // approval, a retry) stays until they leave the page: the
+            // update that action causes must not wipe its answer.
+            ["error", "notice"].forEach(function (id) {
+              var old = document.getElementById(id);
+              if (old && !next.querySelector("#" + id)) next.insertBefore(old, next.firstChild);
+            });
+            main.replaceWith(next);
+          }
           window.courierUpdates = (window.courierUpdates || 0) + 1;
         })
         .catch(function () { pending = false; });
