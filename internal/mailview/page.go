@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/freelist"
 	"github.com/monoco/courier/mailbox"
 )
 
@@ -18,18 +19,11 @@ import (
 // terminal (JSONSafe).
 func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.Writer) error {
 	sw := &JSONSafeWriter{W: w}
-	var bw *bufio.Writer
-	select {
-	case bw = <-listBufs:
-		bw.Reset(sw)
-	default:
-		bw = bufio.NewWriterSize(sw, 256<<10)
-	}
+	bw := listBufs.Get(func() *bufio.Writer { return bufio.NewWriterSize(nil, 256<<10) })
+	bw.Reset(sw)
 	defer func() {
-		select {
-		case listBufs <- bw:
-		default:
-		}
+		bw.Reset(nil) // holds no writer of this call
+		listBufs.Put(bw)
 	}()
 	if _, err := mb.ListJSON(ctx, f, bw); err != nil {
 		return err
@@ -40,9 +34,8 @@ func WriteJSON(ctx context.Context, mb *mailbox.Mailbox, f mailbox.Filter, w io.
 // listBufs are the buffers ListJSON writes through (it takes a
 // bufio.Writer as large as its own as it is), kept from one listing to
 // the next: the MCP server lists a page at a time, and a new buffer of
-// 256 KiB for each was a tenth of what it allocated. A sync.Pool would
-// lose them at each collection, which comes every few pages.
-var listBufs = make(chan *bufio.Writer, 4)
+// 256 KiB for each was a tenth of what it allocated.
+var listBufs = make(freelist.List[*bufio.Writer], 4)
 
 // EntryEncoder encodes entries as list --format json prints each (one
 // line, HTML left as it is, made safe for a terminal), reusing its buffer.

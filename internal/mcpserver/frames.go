@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/monoco/courier/internal/freelist"
 )
 
 // frames hold listings' results, encoded by rawResult, until the stdio
@@ -50,41 +52,17 @@ func (f *frames) hold(result []byte) []byte {
 	return fmt.Appendf(bytes.Clone(f.key), "%d}", f.next)
 }
 
-// kept is a free list of up to cap values kept for reuse: the buffers
-// of a page, which grown from nothing at each page were most of what the
-// server allocated for a listing. Unlike a sync.Pool's, they are not
-// dropped by the collector, which runs every few pages.
-type kept[T any] chan T
-
-// get is a value kept, or a new one.
-func (k kept[T]) get(make func() T) T {
-	select {
-	case v := <-k:
-		return v
-	default:
-		return make()
-	}
-}
-
-// put keeps v, unless the list is full.
-func (k kept[T]) put(v T) {
-	select {
-	case k <- v:
-	default:
-	}
-}
-
 // frameBufs are the buffers results are encoded into (rawResult) over
 // stdio, given back once written.
-var frameBufs = make(kept[[]byte], concurrent)
+var frameBufs = make(freelist.List[[]byte], concurrent)
 
 // buffer is a buffer to encode a result into.
-func (f *frames) buffer() []byte { return frameBufs.get(func() []byte { return nil }) }
+func (f *frames) buffer() []byte { return frameBufs.Get(func() []byte { return nil }) }
 
 // recycle gives back the buffer of a result written.
 func recycle(b []byte) {
 	if cap(b) <= 2*maxFrame {
-		frameBufs.put(b[:0])
+		frameBufs.Put(b[:0])
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/freelist"
 )
 
 // refusal is a refusal as a tool error: the command line's message, and
@@ -73,18 +74,18 @@ type pageBuilder struct {
 // newPage is a builder of a result of at most max bytes as sent; free
 // gives its buffers back.
 func newPage(max int) *pageBuilder {
-	b := pageScratch.get(func() *pageBuilder { return new(pageBuilder) })
+	b := pageScratch.Get(func() *pageBuilder { return new(pageBuilder) })
 	b.doc, b.lines, b.esc = append(b.doc[:0], `{"messages":[`...), b.lines[:0], b.esc[:0]
 	b.count, b.size, b.max = 0, pageOverhead, max
 	return b
 }
 
-// pageScratch are builders kept from one page to the next (kept).
-var pageScratch = make(kept[*pageBuilder], concurrent)
+// pageScratch are builders kept from one page to the next.
+var pageScratch = make(freelist.List[*pageBuilder], concurrent)
 
 func (b *pageBuilder) free() {
 	if cap(b.doc) <= 2*maxFrame {
-		pageScratch.put(b)
+		pageScratch.Put(b)
 	}
 }
 

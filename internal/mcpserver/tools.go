@@ -13,6 +13,7 @@ import (
 
 	"github.com/monoco/courier/internal/agentapi"
 	"github.com/monoco/courier/internal/fault"
+	"github.com/monoco/courier/internal/freelist"
 	"github.com/monoco/courier/internal/mailview"
 	"github.com/monoco/courier/mailbox"
 )
@@ -189,8 +190,8 @@ func (s *Server) list(ctx context.Context, in listIn) (*mcp.CallToolResult, erro
 // up to a piece more (256 KiB): entries that alone pass MaxPage cannot
 // all fit.
 func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur mailview.Cursor, limit int, now time.Time) (string, error) {
-	buf := pageBufs.get(func() *capped { return new(capped) })
-	defer pageBufs.put(buf)
+	buf := pageBufs.Get(func() *capped { return new(capped) })
+	defer pageBufs.Put(buf)
 	for {
 		want := limit - b.count
 		if per := int(s.entryBytes.Load()); per > 0 {
@@ -244,7 +245,7 @@ func (s *Server) fill(ctx context.Context, b *pageBuilder, q mailview.Query, cur
 // pageBufs are the buffers list reads a page into, kept from one call to
 // the next: grown from nothing at each call, a page's buffer and the
 // garbage it left took a tenth of the server's time for a listing.
-var pageBufs = make(kept[*capped], concurrent)
+var pageBufs = make(freelist.List[*capped], concurrent)
 
 // entriesOf is the thread and context tools: every entry that list
 // gives for arg.

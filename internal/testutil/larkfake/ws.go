@@ -29,7 +29,7 @@ type socketState struct {
 	// conns: they hold their place, so two at once cannot both pass a
 	// limit that has room for one.
 	opening int
-	tickets  map[string]bool
+	tickets map[string]bool
 	// changed is closed, and replaced, whenever a connection opens or
 	// closes: what SendEvent and WaitConnections wait on.
 	changed chan struct{}
