@@ -87,12 +87,18 @@ func (t *tree) fields(n int) ([]string, []*ynode) {
 
 // reset makes the tree's slabs free for the next message, zeroed so that
 // they keep no string or node of this one alive. A tree that grew past
-// what a message normally needs lets the extra slabs go.
+// what a message normally needs lets the extra slabs go, and a slab made
+// larger than the usual for one large map or list.
 func (t *tree) reset() {
 	for _, s := range t.nodeSlabs[:t.usedNodes] {
 		clear(s[:cap(s)])
 	}
 	for i := range t.usedKV {
+		if cap(t.keySlabs[i]) > fieldsSlab {
+			// Made for one large map or list: not kept for every message.
+			t.keySlabs[i], t.valSlabs[i] = nil, nil
+			continue
+		}
 		clear(t.keySlabs[i][:cap(t.keySlabs[i])])
 		clear(t.valSlabs[i][:cap(t.valSlabs[i])])
 	}
